@@ -1,0 +1,188 @@
+"""PreferenceFunction: a fitted g, with everything needed to evaluate and explain it.
+
+Its fields are exactly the arrays of the model file (docs/model-format.md), all in
+model space. Estimators (GPM, UPM, C-GPM) produce one in ``function_``; the file
+reader produces one from any file that follows the contract; the explainer takes one.
+
+    GPM   g(x_l, x_r)    = sum_j alpha_j [k(cl_j,x_l) k(cr_j,x_r) - k(cl_j,x_r) k(cr_j,x_l)]
+    UPM   g(x_l, x_r)    = f(x_l) - f(x_r),  f(x) = sum_j alpha_j [k(cl_j,x) - k(cr_j,x)]
+    C-GPM g(u, x_l, x_r) = sum_j alpha_j k_U(cu_j, u) [ ...as GPM... ]
+
+With no context given, a C-GPM is evaluated as the context-averaged model
+``g_bar = E_U[g(U, ., .)]`` over the observed contexts (``contexts`` weighted by
+``context_weights``), which is also what its item explanations explain.
+
+Exact antisymmetry: every duel is evaluated in a canonical orientation (smaller pool
+row on the left) and deduplicated, then signs are restored, so ``g(a, b)`` and
+``g(b, a)`` are the same float computation negated, wherever they stand in a batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from prefshap_core.compute import Compute
+from prefshap_core.data.feature_space import FeatureSpace
+from prefshap_core.kernels.rbf import rbf_gram
+
+KINDS = ("gpm", "upm", "cgpm")
+
+
+@dataclass(frozen=True, eq=False)
+class PreferenceFunction:
+    kind: str
+    item_space: FeatureSpace
+    item_ids: np.ndarray  # (n,) str
+    items: np.ndarray  # (n, d) the item pool X, model space
+    lengthscales: np.ndarray  # (d,)
+    centres_left: np.ndarray  # (M, d)
+    centres_right: np.ndarray  # (M, d)
+    alpha: np.ndarray  # (M,)
+    cme_lambda: float
+    context_space: FeatureSpace | None = None
+    contexts: np.ndarray | None = None  # (p, d') unique observed contexts
+    context_weights: np.ndarray | None = None  # (p,) their counts
+    context_lengthscales: np.ndarray | None = None  # (d',)
+    centres_context: np.ndarray | None = None  # (M, d')
+    context_cme_lambda: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        m, d = np.shape(self.centres_left)
+        if np.shape(self.centres_right) != (m, d) or np.shape(self.alpha) != (m,):
+            raise ValueError("centres_left, centres_right and alpha disagree in size")
+        if np.shape(self.items)[1] != d or np.shape(self.lengthscales) != (d,):
+            raise ValueError("items, centres and lengthscales disagree in dimension")
+        if self.kind == "cgpm":
+            needed = ("context_space", "contexts", "context_weights", "context_lengthscales",
+                      "centres_context", "context_cme_lambda")
+            missing = [name for name in needed if getattr(self, name) is None]
+            if missing:
+                raise ValueError(f"a C-GPM needs {', '.join(missing)}")
+
+    # -- sizes -------------------------------------------------------------------
+    @property
+    def n_centres(self) -> int:
+        return len(self.alpha)
+
+    @property
+    def has_context(self) -> bool:
+        return self.kind == "cgpm"
+
+    # -- kernels -----------------------------------------------------------------
+    def context_kernel_to_centres(self, u: np.ndarray, compute: Compute) -> torch.Tensor:
+        """(M, len(u)) k_U(cu_j, u)."""
+        assert self.centres_context is not None and self.context_lengthscales is not None
+        return rbf_gram(
+            compute.tensor(self.centres_context),
+            compute.tensor(u),
+            compute.tensor(self.context_lengthscales),
+        )
+
+    def averaged_alpha(self, compute: Compute) -> torch.Tensor:
+        """alpha for the context-averaged model: alpha_j * mean_i k_U(u_i, cu_j)."""
+        alpha = compute.tensor(self.alpha)
+        if self.kind != "cgpm":
+            return alpha
+        assert self.contexts is not None and self.context_weights is not None
+        ku = self.context_kernel_to_centres(self.contexts, compute)
+        w = compute.tensor(self.context_weights)
+        return alpha * (ku @ w) / w.sum()
+
+    # -- evaluation ----------------------------------------------------------------
+    def decision(
+        self,
+        x_left: np.ndarray,
+        x_right: np.ndarray,
+        u: np.ndarray | None = None,
+        compute: Compute | None = None,
+    ) -> np.ndarray:
+        """g for model-space rows (q, d); C-GPM without ``u``: context-averaged."""
+        x_left, x_right = np.atleast_2d(x_left), np.atleast_2d(x_right)
+        q = len(x_left)
+        pool, inverse = np.unique(np.vstack([x_left, x_right]), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        ctx_pool = ctx_index = None
+        if u is not None and self.kind == "cgpm":
+            ctx_pool, ctx_index = np.unique(np.atleast_2d(u), axis=0, return_inverse=True)
+            ctx_index = ctx_index.reshape(-1)
+        return self.decision_on_pool(
+            pool, inverse[:q], inverse[q:], ctx_pool, ctx_index, compute=compute
+        )
+
+    def decision_on_pool(
+        self,
+        pool: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        context_pool: np.ndarray | None = None,
+        context_index: np.ndarray | None = None,
+        compute: Compute | None = None,
+        chunk: int = 8192,
+    ) -> np.ndarray:
+        """g for duels given as rows ``left``/``right`` of ``pool`` (and of ``context_pool``)."""
+        compute = compute or Compute()
+        left = np.asarray(left, dtype=np.int64)
+        right = np.asarray(right, dtype=np.int64)
+        with_context = self.kind == "cgpm" and context_pool is not None
+        ctx = (
+            np.asarray(context_index, dtype=np.int64)
+            if with_context
+            else np.zeros(len(left), dtype=np.int64)
+        )
+        sign = np.where(left > right, -1.0, 1.0)
+        a, b = np.minimum(left, right), np.maximum(left, right)
+        keys, inverse = np.unique(np.stack([a, b, ctx], 1), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+
+        ls = compute.tensor(self.lengthscales)
+        pool_t = compute.tensor(pool)
+        k_left = rbf_gram(compute.tensor(self.centres_left), pool_t, ls)  # (M, P)
+        k_right = rbf_gram(compute.tensor(self.centres_right), pool_t, ls)
+        if with_context:
+            alpha = compute.tensor(self.alpha)
+            ku = self.context_kernel_to_centres(context_pool, compute)  # (M, C)
+        else:
+            alpha = self.averaged_alpha(compute)
+
+        values = torch.empty(len(keys), dtype=compute.torch_dtype, device=compute.torch_device)
+        keys_t = compute.index(keys)
+        if self.kind == "upm":
+            f = alpha @ (k_left - k_right)  # utility of every pool row
+            values = f[keys_t[:, 0]] - f[keys_t[:, 1]]
+        else:
+            for start in range(0, len(keys), chunk):
+                kk = keys_t[start : start + chunk]
+                ia, ib = kk[:, 0], kk[:, 1]
+                pair = k_left[:, ia] * k_right[:, ib] - k_left[:, ib] * k_right[:, ia]
+                w = alpha[:, None] * ku[:, kk[:, 2]] if with_context else alpha[:, None]
+                values[start : start + chunk] = (w * pair).sum(0)
+        g = values.cpu().numpy().astype(np.float64)[inverse] * sign
+        g[left == right] = 0.0
+        return g
+
+    def decision_for_ids(
+        self,
+        left_ids: np.ndarray,
+        right_ids: np.ndarray,
+        u: np.ndarray | None = None,
+        compute: Compute | None = None,
+    ) -> np.ndarray:
+        """g for duels between items of the model's pool, by id."""
+        index = {str(i): k for k, i in enumerate(self.item_ids)}
+        try:
+            left = np.array([index[str(i)] for i in left_ids], dtype=np.int64)
+            right = np.array([index[str(i)] for i in right_ids], dtype=np.int64)
+        except KeyError as err:
+            raise KeyError(f"item id {err.args[0]!r} is not in the model's items") from None
+        ctx_pool = ctx_index = None
+        if u is not None and self.kind == "cgpm":
+            ctx_pool, ctx_index = np.unique(np.atleast_2d(u), axis=0, return_inverse=True)
+            ctx_index = ctx_index.reshape(-1)
+        return self.decision_on_pool(self.items, left, right, ctx_pool, ctx_index, compute)

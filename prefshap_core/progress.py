@@ -1,0 +1,67 @@
+"""Progress reporting and cancellation for long work (training, explaining).
+
+Long engine calls take a ``Progress`` and call ``progress.update(stage, fraction)``
+between units of work. The dashboard passes one that draws a progress bar and whose
+``should_cancel`` reads a button; the CLI passes one that prints; tests pass none.
+``update`` raises :class:`CancelledError` as soon as cancellation is asked for, so
+cancelling never leaves half-written state behind: callers only publish results
+after the call returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prefshap_core.errors import CancelledError
+
+
+@dataclass(frozen=True)
+class ProgressUpdate:
+    stage: str
+    fraction: float  # overall, in [0, 1]
+    elapsed_s: float
+    eta_s: float | None  # None until there is enough to extrapolate from
+
+
+class Progress:
+    """Reports overall progress with an ETA; raises CancelledError when asked to stop."""
+
+    def __init__(
+        self,
+        callback: Callable[[ProgressUpdate], None] | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> None:
+        self._callback = callback
+        self._should_cancel = should_cancel
+        self._start = time.perf_counter()
+
+    def update(self, stage: str, fraction: float) -> None:
+        if self._should_cancel is not None and self._should_cancel():
+            raise CancelledError(f"cancelled during: {stage}")
+        if self._callback is None:
+            return
+        fraction = min(max(float(fraction), 0.0), 1.0)
+        elapsed = time.perf_counter() - self._start
+        eta = elapsed * (1.0 - fraction) / fraction if fraction > 0.02 else None
+        self._callback(ProgressUpdate(stage, fraction, elapsed, eta))
+
+    def span(self, start: float, stop: float) -> Progress:
+        """A child whose fractions 0..1 map onto start..stop of this one."""
+        return _SubProgress(self, start, stop)
+
+
+class _SubProgress(Progress):
+    def __init__(self, parent: Progress, start: float, stop: float) -> None:
+        self._parent = parent
+        self._lo = start
+        self._hi = stop
+
+    def update(self, stage: str, fraction: float) -> None:
+        fraction = min(max(float(fraction), 0.0), 1.0)
+        self._parent.update(stage, self._lo + (self._hi - self._lo) * fraction)
+
+
+def ensure_progress(progress: Progress | None) -> Progress:
+    return progress if progress is not None else Progress()
