@@ -60,8 +60,14 @@ class PreferenceFunction:
         if np.shape(self.items)[1] != d or np.shape(self.lengthscales) != (d,):
             raise ValueError("items, centres and lengthscales disagree in dimension")
         if self.kind == "cgpm":
-            needed = ("context_space", "contexts", "context_weights", "context_lengthscales",
-                      "centres_context", "context_cme_lambda")
+            needed = (
+                "context_space",
+                "contexts",
+                "context_weights",
+                "context_lengthscales",
+                "centres_context",
+                "context_cme_lambda",
+            )
             missing = [name for name in needed if getattr(self, name) is None]
             if missing:
                 raise ValueError(f"a C-GPM needs {', '.join(missing)}")
