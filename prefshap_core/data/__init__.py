@@ -1,0 +1,35 @@
+"""Duel data: reading tables, encoding covariates, building and splitting DuelData."""
+
+from prefshap_core.data.build import DUEL_COLUMNS, build_duel_data, load_directory
+from prefshap_core.data.csv_io import MISSING_TOKENS, read_table, row_numbers
+from prefshap_core.data.duel_data import DataReport, DuelData, ImputationNote, Split, split_duels
+from prefshap_core.data.encoding import (
+    EncodedTable,
+    EncodingSpec,
+    GroupEncoding,
+    encode_rows,
+    encode_table,
+    row_labels,
+)
+from prefshap_core.data.feature_space import FeatureSpace
+
+__all__ = [
+    "DUEL_COLUMNS",
+    "MISSING_TOKENS",
+    "DataReport",
+    "DuelData",
+    "EncodedTable",
+    "EncodingSpec",
+    "FeatureSpace",
+    "GroupEncoding",
+    "ImputationNote",
+    "Split",
+    "build_duel_data",
+    "encode_rows",
+    "encode_table",
+    "load_directory",
+    "read_table",
+    "row_labels",
+    "row_numbers",
+    "split_duels",
+]

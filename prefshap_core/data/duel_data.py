@@ -10,11 +10,15 @@ because contexts repeat (a tournament's surface is the same for all its matches)
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from prefshap_core.data.feature_space import FeatureSpace
+
+if TYPE_CHECKING:
+    from prefshap_core.data.encoding import EncodingSpec
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,10 @@ class DuelData:
     context_labels: np.ndarray | None = None  # (p,) str, e.g. "Outdoor / Clay"
     raw_duels: pd.DataFrame | None = None  # (m rows) the duel table after orientation
     report: DataReport = field(default_factory=DataReport)
+    # How raw columns became `items` / `contexts` (categories, fills, offset, scale):
+    # encoding.encode_rows needs it to encode new rows, e.g. contexts given to the CLI.
+    item_encoding: EncodingSpec | None = None
+    context_encoding: EncodingSpec | None = None
 
     def __post_init__(self) -> None:
         n, m = len(self.item_ids), len(self.left)

@@ -1,0 +1,481 @@
+"""From an items table and a duels table to a validated, encoded DuelData.
+
+The upload format (sample_data/README.md) is two tables: items (an id column, an
+optional label column, covariates) and duels (``left``, ``right``, the outcome as
+``winner`` or ``y``, optional ``duel_id``, optional context columns). Every problem
+is reported with file, row and column; real-data loaders pass ``on_invalid="drop"``
+to drop (and count) unusable duel rows instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from prefshap_core.data.csv_io import SOURCE_ROW, read_table, row_numbers, text_cells
+from prefshap_core.data.duel_data import DataReport, DuelData
+from prefshap_core.data.encoding import EncodedTable, EncodingSpec, encode_table, row_labels
+from prefshap_core.errors import DataValidationError
+
+DUEL_COLUMNS = ("left", "right", "winner", "y", "duel_id")
+ITEMS_FILE, DUELS_FILE = "items.csv", "duels.csv"
+_Y_VALUES = {"1": 1, "+1": 1, "-1": -1, "1.0": 1, "+1.0": 1, "-1.0": -1}
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One kind of invalid duel row, with the rows it hits."""
+
+    reason: str
+    column: str
+    rows: np.ndarray  # positions in the duels table
+    first_detail: str
+
+
+def build_duel_data(
+    items: pd.DataFrame,
+    duels: pd.DataFrame,
+    *,
+    name: str,
+    id_column: str = "id",
+    label_column: str | None = None,
+    context_columns: Sequence[str] | None = None,
+    numeric: Iterable[str] = (),
+    categorical: Iterable[str] = (),
+    multi_categorical: Mapping[str, Sequence[str]] | None = None,
+    max_categories: int = 50,
+    seed: int = 0,
+    on_invalid: Literal["error", "drop"] = "error",
+    items_file: str = ITEMS_FILE,
+    duels_file: str = DUELS_FILE,
+) -> DuelData:
+    """Validate and encode the two tables; randomise each duel's orientation (seeded).
+
+    ``label_column`` defaults to a ``name`` column when there is one.
+    ``context_columns=None`` takes every duel column other than left, right,
+    winner, y and duel_id. ``numeric``, ``categorical`` and ``multi_categorical``
+    override the inferred column kinds in whichever table holds the columns.
+    With ``on_invalid="drop"`` invalid duel rows are dropped and counted in the
+    report; with ``"error"`` the first one raises.
+    """
+    if on_invalid not in ("error", "drop"):
+        raise ValueError(f"on_invalid must be 'error' or 'drop', got {on_invalid!r}")
+    item_ids, labels, item_columns, label = _item_ids_and_labels(
+        items, id_column, label_column, items_file
+    )
+    contexts = _context_columns(duels, context_columns, duels_file)
+    numeric, categorical = set(numeric), set(categorical)
+    multi = dict(multi_categorical or {})
+    _check_declared(numeric | categorical, multi, item_columns, contexts)
+    encoded_items = encode_table(
+        items,
+        file_name=items_file,
+        table_name="items",
+        columns=item_columns,
+        numeric=numeric & set(item_columns),
+        categorical=categorical & set(item_columns),
+        multi_categorical={g: s for g, s in multi.items() if set(s) <= set(item_columns)},
+        max_categories=max_categories,
+    )
+
+    outcome = _outcome_column(duels, duels_file)
+    rows = row_numbers(duels)
+    left, right, y, duel_ids, problems = _validate_duels(
+        duels, outcome, pd.Index(item_ids), rows, items_file
+    )
+    bad = np.zeros(len(duels), dtype=bool)
+    for problem in problems:
+        bad[problem.rows] = True
+    if problems and on_invalid == "error":
+        _raise_first(problems, rows, duels_file)
+    keep = np.flatnonzero(~bad)
+    if len(keep) == 0:
+        summary = "; ".join(_describe(p, rows) for p in problems)
+        raise DataValidationError(f"no valid duel rows ({summary})", file=duels_file)
+
+    rng = np.random.default_rng(seed)
+    flip = rng.random(len(keep)) < 0.5
+    left, right, y = left[keep], right[keep], y[keep]
+    left, right = np.where(flip, right, left), np.where(flip, left, right)
+    y = np.where(flip, -y, y).astype(np.int8)
+
+    encoded_context = None
+    if contexts:
+        table = duels[contexts].iloc[keep].set_axis(pd.Index(rows[keep], name=SOURCE_ROW))
+        encoded_context = encode_table(
+            table,
+            file_name=duels_file,
+            table_name="context",
+            numeric=numeric & set(contexts),
+            categorical=categorical & set(contexts),
+            multi_categorical={g: s for g, s in multi.items() if set(s) <= set(contexts)},
+            max_categories=max_categories,
+        )
+    unique_contexts, context_index, context_labels = _unique_contexts(encoded_context)
+
+    raw_duels = pd.DataFrame(
+        {
+            "duel_id": duel_ids[keep],
+            "left": item_ids[left],
+            "right": item_ids[right],
+            "winner": item_ids[np.where(y > 0, left, right)],
+            "y": y,
+        }
+    )
+    for column in contexts:
+        raw_duels[column] = duels[column].to_numpy()[keep]
+    report = DataReport(
+        imputed=encoded_items.notes + (encoded_context.notes if encoded_context else ()),
+        dropped_duels=int(bad.sum()),
+        dropped_reasons=tuple(_describe(p, rows) for p in problems),
+        orientation_flipped=int(flip.sum()),
+        notes=_notes(encoded_items, encoded_context, label, len(keep), int(flip.sum()), seed),
+    )
+    return DuelData(
+        name=name,
+        item_ids=item_ids,
+        items=encoded_items.model,
+        item_space=encoded_items.space,
+        left=left.astype(np.int64),
+        right=right.astype(np.int64),
+        y=y,
+        duel_ids=duel_ids[keep],
+        item_labels=labels,
+        raw_items=items.reset_index(drop=True),
+        context_space=encoded_context.space if encoded_context else None,
+        contexts=unique_contexts,
+        context_index=context_index,
+        context_labels=context_labels,
+        raw_duels=raw_duels,
+        report=report,
+        item_encoding=encoded_items.spec,
+        context_encoding=encoded_context.spec if encoded_context else None,
+    )
+
+
+def load_directory(path: str | Path, **options: object) -> DuelData:
+    """Read ``items.csv`` and ``duels.csv`` from a folder (the upload format) and build.
+
+    ``options`` go to :func:`build_duel_data` (``name`` defaults to the folder name).
+    """
+    folder = Path(path)
+    tables = {}
+    for file in (ITEMS_FILE, DUELS_FILE):
+        if not (folder / file).is_file():
+            raise DataValidationError(
+                f"not found in {folder}: a data folder needs {ITEMS_FILE} and {DUELS_FILE}",
+                file=file,
+            )
+        tables[file] = read_table(folder / file, file_name=file)
+    options.setdefault("name", folder.resolve().name)
+    return build_duel_data(tables[ITEMS_FILE], tables[DUELS_FILE], **options)  # type: ignore[arg-type]
+
+
+# -- items ---------------------------------------------------------------------
+def _item_ids_and_labels(
+    items: pd.DataFrame, id_column: str, label_column: str | None, file_name: str
+) -> tuple[np.ndarray, np.ndarray, list[str], str | None]:
+    """Item ids, display labels, covariate columns and the label column used."""
+    columns = [str(c) for c in items.columns]
+    if id_column not in columns:
+        raise DataValidationError(
+            f"there is no {id_column!r} column, which must hold each item's id "
+            f"(columns found: {', '.join(columns[:12])}; is the header row missing?)",
+            file=file_name,
+            column=id_column,
+        )
+    if len(items) < 2:
+        raise DataValidationError(f"needs at least two items, has {len(items)}", file=file_name)
+    rows = row_numbers(items)
+    ids = text_cells(items[id_column])
+    missing = np.flatnonzero(pd.isna(ids))
+    if len(missing):
+        raise DataValidationError(
+            "the item id is missing" + _more(len(missing) - 1, "have no id"),
+            file=file_name,
+            row=int(rows[missing[0]]),
+            column=id_column,
+        )
+    first_row: dict[str, int] = {}
+    for position, item in enumerate(ids.tolist()):
+        if item in first_row:
+            raise DataValidationError(
+                f"item id {item!r} appears twice: rows {first_row[item]} and "
+                f"{rows[position]}; item ids must be unique",
+                file=file_name,
+                row=int(rows[position]),
+                column=id_column,
+            )
+        first_row[item] = int(rows[position])
+
+    if label_column is None:
+        label_column = next((c for c in columns if c == "name"), None) or next(
+            (c for c in columns if c.lower() == "name" and c != id_column), None
+        )
+    elif label_column not in columns:
+        raise DataValidationError(
+            "the label column is not in the file", file=file_name, column=label_column
+        )
+    labels = ids.copy()
+    if label_column is not None and label_column != id_column:
+        given = text_cells(items[label_column])
+        labels = np.where(pd.isna(given), ids, given)
+    covariates = [c for c in columns if c not in (id_column, label_column)]
+    if not covariates:
+        raise DataValidationError(
+            f"there are no covariate columns besides {id_column!r}"
+            + (f" and {label_column!r}" if label_column else ""),
+            file=file_name,
+        )
+    return ids.astype(str), labels.astype(str), covariates, label_column
+
+
+# -- duels ---------------------------------------------------------------------
+def _outcome_column(duels: pd.DataFrame, file_name: str) -> str:
+    columns = [str(c) for c in duels.columns]
+    for needed in ("left", "right"):
+        if needed not in columns:
+            raise DataValidationError(
+                f"there is no {needed!r} column (columns found: {', '.join(columns[:12])}); "
+                "a duels file needs left, right and an outcome column (winner or y)",
+                file=file_name,
+                column=needed,
+            )
+    given = [c for c in ("winner", "y") if c in columns]
+    if len(given) != 1:
+        raise DataValidationError(
+            "give the outcome in exactly one column: 'winner' (the winning id, or "
+            "'left'/'right') or 'y' (1 if left won, -1 if right won); "
+            + ("both are present" if given else "neither is present"),
+            file=file_name,
+        )
+    return given[0]
+
+
+def _context_columns(
+    duels: pd.DataFrame, context_columns: Sequence[str] | None, file_name: str
+) -> list[str]:
+    columns = [str(c) for c in duels.columns]
+    if context_columns is None:
+        return [c for c in columns if c not in DUEL_COLUMNS]
+    for column in context_columns:
+        if column not in columns or column in DUEL_COLUMNS:
+            raise DataValidationError(
+                "named as a context column, but "
+                + (
+                    "it is one of " + ", ".join(DUEL_COLUMNS)
+                    if column in columns
+                    else "there is no such column"
+                ),
+                file=file_name,
+                column=column,
+            )
+    return list(context_columns)
+
+
+def _check_declared(
+    declared: set[str],
+    multi: Mapping[str, Sequence[str]],
+    item_columns: list[str],
+    contexts: list[str],
+) -> None:
+    for group, sources in multi.items():
+        if not (set(sources) <= set(item_columns) or set(sources) <= set(contexts)):
+            raise DataValidationError(
+                f"multi_categorical group {group!r} must take all its columns from the "
+                f"item covariates ({', '.join(item_columns)}) or all from the context "
+                f"columns ({', '.join(contexts) or 'none'})",
+                column=group,
+            )
+    unknown = sorted(declared - set(item_columns) - set(contexts))
+    if unknown:
+        raise DataValidationError(
+            f"declared numeric/categorical, but it is neither an item covariate "
+            f"({', '.join(item_columns)}) nor a context column ({', '.join(contexts) or 'none'})",
+            column=unknown[0],
+        )
+
+
+def _validate_duels(
+    duels: pd.DataFrame,
+    outcome: str,
+    item_index: pd.Index,
+    rows: np.ndarray,
+    items_file: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[_Problem]]:
+    """Item rows, y and duel ids per duel (garbage where invalid), and the problems."""
+    left_ids, right_ids = text_cells(duels["left"]), text_cells(duels["right"])
+    left, right = item_index.get_indexer(left_ids), item_index.get_indexer(right_ids)
+    if "duel_id" in duels.columns:
+        given_ids = text_cells(duels["duel_id"])
+    else:
+        given_ids = np.array([str(r) for r in rows], dtype=object)
+    outcome_cells = text_cells(duels[outcome])
+    if outcome == "winner":
+        y, outcome_bad = _y_from_winner(outcome_cells, left_ids, right_ids)
+    else:
+        y, outcome_bad = _y_from_column(outcome_cells)
+
+    problems: list[_Problem] = []
+    flagged = np.zeros(len(duels), dtype=bool)
+
+    def check(mask: np.ndarray, reason: str, column: str, detail: Callable[[int], str]) -> None:
+        hits = np.flatnonzero(mask & ~flagged)
+        if len(hits) == 0:
+            return
+        flagged[hits] = True
+        problems.append(_Problem(reason, column, hits, detail(hits[0])))
+
+    for side, ids, index in (("left", left_ids, left), ("right", right_ids, right)):
+        check(pd.isna(ids), f"the {side} item id is missing", side, lambda i: "")
+        check(
+            index < 0,
+            "unknown item id",
+            side,
+            lambda i, ids=ids: f"{ids[i]!r} is not an id in {items_file}",
+        )
+    check(
+        left == right,
+        "an item duels itself",
+        "right",
+        lambda i: f"left and right are both {left_ids[i]!r}",
+    )
+    check(pd.isna(outcome_cells), "the outcome is missing", outcome, lambda i: "")
+    if outcome == "winner":
+
+        def detail(i: int) -> str:
+            return (
+                f"winner {outcome_cells[i]!r} is neither the left item {left_ids[i]!r} "
+                f"nor the right item {right_ids[i]!r} (nor 'left'/'right')"
+            )
+
+        check(outcome_bad, "the winner is not one of the two items", outcome, detail)
+    else:
+        check(
+            outcome_bad,
+            "y must be 1 (left won) or -1 (right won)",
+            outcome,
+            lambda i: f"got {outcome_cells[i]!r}",
+        )
+    check(pd.isna(given_ids), "the duel id is missing", "duel_id", lambda i: "")
+    seen: dict[str, int] = {}
+    duplicate = np.zeros(len(duels), dtype=bool)
+    first_of: dict[int, int] = {}
+    for position, duel_id in enumerate(given_ids.tolist()):
+        if duel_id is None or flagged[position]:
+            continue
+        if duel_id in seen:
+            duplicate[position] = True
+            first_of[position] = seen[duel_id]
+        else:
+            seen[duel_id] = position
+    check(
+        duplicate,
+        "the duel id is used by an earlier row",
+        "duel_id",
+        lambda i: f"{given_ids[i]!r} is also the id of row {rows[first_of[i]]}",
+    )
+    return left, right, y, given_ids.astype(str), _merge_same_reason(problems)
+
+
+def _merge_same_reason(problems: list[_Problem]) -> list[_Problem]:
+    """One problem per reason (an unknown left id and an unknown right id are one kind)."""
+    merged: dict[str, _Problem] = {}
+    for problem in problems:
+        earlier = merged.get(problem.reason)
+        if earlier is None:
+            merged[problem.reason] = problem
+            continue
+        first = earlier if earlier.rows[0] < problem.rows[0] else problem
+        rows = np.union1d(earlier.rows, problem.rows)
+        merged[problem.reason] = _Problem(problem.reason, first.column, rows, first.first_detail)
+    return list(merged.values())
+
+
+def _y_from_winner(
+    winner: np.ndarray, left_ids: np.ndarray, right_ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    words = np.array([w.lower() if w is not None else None for w in winner.tolist()], dtype=object)
+    left_won = (winner == left_ids) | ((words == "left") & (winner != right_ids))
+    right_won = (winner == right_ids) | ((words == "right") & (winner != left_ids))
+    y = np.where(left_won, 1, -1).astype(np.int8)
+    return y, ~(left_won ^ right_won) & ~pd.isna(winner)
+
+
+def _y_from_column(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values = np.array([_Y_VALUES.get(c, 0) if c is not None else 0 for c in cells.tolist()])
+    return values.astype(np.int8), (values == 0) & ~pd.isna(cells)
+
+
+def _raise_first(problems: list[_Problem], rows: np.ndarray, file_name: str) -> None:
+    problem = min(problems, key=lambda p: rows[p.rows[0]])
+    detail = f": {problem.first_detail}" if problem.first_detail else ""
+    raise DataValidationError(
+        problem.reason + detail + _more(len(problem.rows) - 1, "have the same problem"),
+        file=file_name,
+        row=int(rows[problem.rows[0]]),
+        column=problem.column,
+    )
+
+
+def _describe(problem: _Problem, rows: np.ndarray) -> str:
+    detail = f", {problem.first_detail}" if problem.first_detail else ""
+    return (
+        f"{len(problem.rows)} {'row' if len(problem.rows) == 1 else 'rows'}: {problem.reason} "
+        f"(first: row {rows[problem.rows[0]]}, column '{problem.column}'{detail})"
+    )
+
+
+def _more(count: int, what: str) -> str:
+    """E.g. ' (3 more rows have the same problem)'; empty when there are none."""
+    if count <= 0:
+        return ""
+    return f" ({count} more {'row' if count == 1 else 'rows'} {_singular(what, count)})"
+
+
+def _singular(verb_phrase: str, count: int) -> str:
+    return verb_phrase.replace("have ", "has ", 1) if count == 1 else verb_phrase
+
+
+# -- contexts and notes --------------------------------------------------------
+def _unique_contexts(
+    encoded: EncodedTable | None,
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """Unique context rows (model space), each duel's row among them, readable labels."""
+    if encoded is None:
+        return None, None, None
+    unique, first, index = np.unique(encoded.model, axis=0, return_index=True, return_inverse=True)
+    labels = row_labels(encoded.raw[first], encoded.spec)
+    return unique, index.reshape(-1).astype(np.int64), labels
+
+
+def _notes(
+    items: EncodedTable,
+    context: EncodedTable | None,
+    label: str | None,
+    n_duels: int,
+    n_flipped: int,
+    seed: int,
+) -> tuple[str, ...]:
+    notes = [f"items: {len(items.model)}; display label column: {label or '(the id)'}"]
+    notes.append(_kinds("item covariates", items.spec))
+    if context is not None:
+        notes.append(_kinds("context columns", context.spec))
+    notes.append(
+        f"orientation randomised (seed {seed}): {n_flipped} of {n_duels} duels had "
+        "left and right swapped (and y negated)"
+    )
+    return tuple(notes)
+
+
+def _kinds(title: str, spec: EncodingSpec) -> str:
+    parts = [
+        g.name if g.kind == "numeric" else f"{g.name} ({g.kind}, {len(g.categories)} categories)"
+        for g in spec.groups
+    ]
+    return f"{title}: " + ", ".join(parts)

@@ -1,0 +1,260 @@
+"""Reading user CSV files into tables of strings, with errors a person can act on.
+
+Every cell comes back as a stripped string or ``None`` (missing); deciding what is a
+number is the encoder's job, because only it knows which columns are covariates.
+The returned table's index holds each record's 1-based *data row* number in the
+file (index name :data:`SOURCE_ROW`), so later errors can point at the file's own
+line (``row + 1``) even when blank lines were skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from prefshap_core.errors import DataValidationError
+
+MISSING_TOKENS = frozenset({"", "NA", "N/A", "NaN", "nan", "null", "None", "?"})
+SOURCE_ROW = "row"
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_ZIP_MAGIC = b"PK\x03\x04"
+# A real CSV has (almost) no control characters; random bytes have ~11% of them.
+_MAX_CONTROL_FRACTION = 0.01
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def read_table(source: str | Path | bytes, *, file_name: str) -> pd.DataFrame:
+    """Read a CSV file (a path, or the uploaded bytes) into a table of strings.
+
+    Strips a BOM, decodes UTF-8 (else Windows-1252, else Latin-1), accepts ``,``
+    ``;`` or tab as delimiter (the header line decides), strips whitespace from
+    names and cells, maps :data:`MISSING_TOKENS` to ``None`` and skips blank lines.
+    Raises :class:`DataValidationError` (naming ``file_name`` and, where it makes
+    sense, the row and column) for anything that is not a rectangular table with
+    one header row of distinct names and at least one data row.
+    """
+    raw = _read_bytes(source, file_name)
+    text = _decode(raw, file_name)
+    header, rows, numbers = _parse_records(text, file_name)
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in header]
+    data = {
+        name: [None if (cell := value.strip()) in MISSING_TOKENS else cell for value in column]
+        for name, column in zip(header, columns, strict=True)
+    }
+    index = pd.Index(np.asarray(numbers, dtype=np.int64), name=SOURCE_ROW)
+    return pd.DataFrame(data, index=index, dtype=object)
+
+
+def row_numbers(table: pd.DataFrame) -> np.ndarray:
+    """1-based data-row numbers of a table's rows, as its source file counts them.
+
+    Tables from :func:`read_table` (and row subsets of them) carry the file's
+    numbers in their index; any other table is numbered by position.
+    """
+    if table.index.name == SOURCE_ROW and pd.api.types.is_integer_dtype(table.index):
+        return np.asarray(table.index, dtype=np.int64)
+    return np.arange(1, len(table) + 1, dtype=np.int64)
+
+
+def text_cells(series: pd.Series) -> np.ndarray:
+    """Object array of stripped strings, ``None`` where missing, from a column of any dtype.
+
+    In-memory tables hold numbers too: an integral float (``3.0``, e.g. an integer
+    column that pandas widened for a NaN) becomes ``"3"``, so ids and categories
+    match the text of a CSV file.
+    """
+    codes, texts = text_codes(series)
+    cells = np.full(len(series), None, dtype=object)
+    present = codes >= 0
+    cells[present] = texts[codes[present]]
+    return cells
+
+
+def text_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's index into an array of cleaned distinct texts (-1: missing).
+
+    Columns repeat their values (ids, categories), so each distinct value is
+    cleaned once.
+    """
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    texts = np.empty(len(uniques), dtype=object)
+    texts[:] = [_cell_text(value) for value in np.asarray(uniques, dtype=object).tolist()]
+    missing = np.flatnonzero(pd.isna(texts))
+    if len(missing):
+        codes = np.where(np.isin(codes, missing), -1, codes)
+    return codes, texts
+
+
+def _cell_text(value: object) -> str | None:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = str(value).strip()
+    return None if text in MISSING_TOKENS else text
+
+
+def is_number_text(text: str) -> bool:
+    """A plain decimal number (no ``inf``, ``nan``, ``1_000`` or hex)."""
+    return _NUMBER.fullmatch(text) is not None
+
+
+def _read_bytes(source: str | Path | bytes, file_name: str) -> bytes:
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    try:
+        return Path(source).read_bytes()
+    except FileNotFoundError:
+        raise DataValidationError(f"file not found: {source}", file=file_name) from None
+    except OSError as exc:
+        raise DataValidationError(f"cannot read {source}: {exc}", file=file_name) from None
+
+
+def _decode(raw: bytes, file_name: str) -> str:
+    if not raw.strip():
+        raise DataValidationError("the file is empty", file=file_name)
+    if raw.startswith(_ZIP_MAGIC):
+        raise DataValidationError(
+            "this is a zip archive (an .xlsx workbook?), not CSV text: "
+            "save the sheet as CSV (comma-separated) and upload that",
+            file=file_name,
+        )
+    if raw.startswith(_UTF16_BOMS):
+        try:
+            text = raw.decode("utf-16")
+        except UnicodeDecodeError:
+            raise DataValidationError(
+                "the file starts with a UTF-16 marker but is not valid UTF-16 text; "
+                "save it as UTF-8 CSV",
+                file=file_name,
+            ) from None
+    else:
+        raw = raw.removeprefix(_UTF8_BOM)
+        text = _decode_8bit(raw)
+    text = text.lstrip("\ufeff").rstrip("\x1a")  # a second BOM; DOS end-of-file marker
+    n_control = len(_CONTROL_CHARS.findall(text))
+    if "\x00" in text or n_control > _MAX_CONTROL_FRACTION * len(text):
+        raise DataValidationError(
+            "the file is not CSV text (it holds binary data or control characters "
+            f"in {n_control} places): save it as UTF-8 CSV",
+            file=file_name,
+        )
+    if not text.strip():
+        raise DataValidationError("the file is empty", file=file_name)
+    return text
+
+
+def _decode_8bit(raw: bytes) -> str:
+    """UTF-8 first; spreadsheet programs on Windows write cp1252; Latin-1 never fails."""
+    for encoding in ("utf-8", "cp1252"):
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return raw.decode("latin-1")
+
+
+def _guess_delimiter(first_line: str) -> str:
+    counts = {delimiter: first_line.count(delimiter) for delimiter in (",", ";", "\t")}
+    if counts[","] > 0:
+        return ","
+    best = max((";", "\t"), key=lambda delimiter: counts[delimiter])
+    return best if counts[best] > 0 else ","
+
+
+def _parse_records(text: str, file_name: str) -> tuple[list[str], list[list[str]], list[int]]:
+    """Header names, data records (each as long as the header) and their row numbers."""
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    reader = csv.reader(
+        io.StringIO(text, newline=""),
+        delimiter=_guess_delimiter(first_line),
+        skipinitialspace=True,
+    )
+    header: list[str] | None = None
+    rows: list[list[str]] = []
+    numbers: list[int] = []
+    ragged: list[tuple[int, int]] = []
+    last_line = 0
+    try:
+        for fields in reader:
+            start_line, last_line = last_line + 1, reader.line_num
+            if not any(field.strip() for field in fields):
+                continue
+            if header is None:
+                header = _check_header(fields, file_name)
+                continue
+            row = start_line - 1
+            if len(fields) > len(header) and not any(f.strip() for f in fields[len(header) :]):
+                fields = fields[: len(header)]  # trailing empty fields: a spreadsheet artefact
+            if len(fields) != len(header):
+                ragged.append((row, len(fields)))
+                continue
+            rows.append(fields)
+            numbers.append(row)
+    except csv.Error as exc:
+        raise DataValidationError(
+            f"cannot parse CSV near line {reader.line_num}: {exc}", file=file_name
+        ) from None
+    if header is None:
+        raise DataValidationError("the file is empty", file=file_name)
+    if ragged:
+        row, n_fields = ragged[0]
+        more = (
+            f"; {len(ragged) - 1} more rows have the wrong number of fields"
+            if len(ragged) > 1
+            else ""
+        )
+        raise DataValidationError(
+            f"has {n_fields} fields but the header has {len(header)} columns "
+            f"(a stray delimiter or quote?){more}",
+            file=file_name,
+            row=row,
+        )
+    if not rows:
+        raise DataValidationError(
+            "the file has a header row but no data rows; a table needs a header row "
+            "naming its columns and at least one data row",
+            file=file_name,
+        )
+    return header, rows, numbers
+
+
+def _check_header(fields: list[str], file_name: str) -> list[str]:
+    names = [field.strip() for field in fields]
+    while len(names) > 1 and not names[-1]:
+        names.pop()  # a trailing delimiter on the header line: a spreadsheet artefact
+    if all(is_number_text(name) or name in MISSING_TOKENS for name in names):
+        raise DataValidationError(
+            "the first line looks like data, not column names: the file needs a header "
+            f"row naming its columns (it starts with {', '.join(names[:4])})",
+            file=file_name,
+        )
+    for position, name in enumerate(names, start=1):
+        if not name:
+            raise DataValidationError(
+                f"column {position} of the header row has no name: every column needs a "
+                "name (an unnamed first column is often an index written by a spreadsheet "
+                "or pandas; delete it)",
+                file=file_name,
+                column=f"#{position}",
+            )
+    seen: dict[str, int] = {}
+    for position, name in enumerate(names, start=1):
+        if name in seen:
+            raise DataValidationError(
+                f"two columns have this name (columns {seen[name]} and {position}): "
+                "column names must be distinct (is the header row missing?)",
+                file=file_name,
+                column=name,
+            )
+        seen[name] = position
+    return names
