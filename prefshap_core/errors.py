@@ -58,3 +58,8 @@ class DatasetUnavailableError(PrefShapError, FileNotFoundError):
 
 class CancelledError(PrefShapError):
     """Long work stopped because the caller asked it to."""
+
+
+class StaticExportUnavailable(PrefShapError, RuntimeError):
+    """PNG/SVG export cannot run here (no Chromium, kaleido missing, browser failed):
+    offer the interactive HTML export instead."""

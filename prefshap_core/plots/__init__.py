@@ -1,0 +1,27 @@
+"""Plotly figures of Explanations (no Streamlit): beehive, bar, waterfall, and export.
+
+Importing this package does not import kaleido or start a browser; static export
+starts one on first use (see ``export``).
+"""
+
+from prefshap_core.plots.bar import bar
+from prefshap_core.plots.beehive import beehive
+from prefshap_core.plots.export import (
+    explanation_to_csv,
+    figure_to_html,
+    figure_to_png,
+    figure_to_svg,
+    static_export_available,
+)
+from prefshap_core.plots.waterfall import waterfall
+
+__all__ = [
+    "bar",
+    "beehive",
+    "explanation_to_csv",
+    "figure_to_html",
+    "figure_to_png",
+    "figure_to_svg",
+    "static_export_available",
+    "waterfall",
+]

@@ -1,0 +1,124 @@
+"""Bar plot of an Explanation: one bar per player, sorted, the rest collapsed.
+
+``kind="mean_abs"``: mean |phi| over the duels, the global importance (orientation
+does not matter). ``kind="mean"``: signed mean phi in the explanation's orientation,
+for a chosen subset (say one item's losses), red when it favours the favoured side,
+blue when against, with the standard error of the mean across duels as error bars.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import plotly.graph_objects as go
+
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.plots import style
+
+BarKind = Literal["mean_abs", "mean"]
+
+
+def bar(
+    expl: Explanation,
+    *,
+    kind: BarKind = "mean_abs",
+    max_display: int = 10,
+    title: str | None = None,
+) -> go.Figure:
+    """Horizontal bars of mean |phi| or signed mean phi, largest on top, values printed."""
+    if kind not in ("mean_abs", "mean"):
+        raise ValueError(f"kind must be 'mean_abs' or 'mean', not {kind!r}")
+    if expl.n_duels == 0 or expl.n_players == 0:
+        return style.empty_figure("No duels to show for this selection.", title=title)
+
+    per_duel = np.abs(expl.values) if kind == "mean_abs" else expl.values
+    means = per_duel.mean(axis=0)
+    shown, rest = style.rank_players(np.abs(means), max_display)
+    names = [expl.player_names[j] for j in shown.tolist()]
+    columns = [per_duel[:, j] for j in shown.tolist()]
+    if rest.size:
+        # The mean of the rest's per-duel sum is the sum of their means, and its
+        # standard error must come from that per-duel sum (the rest are correlated).
+        names.append(style.other_players_label(int(rest.size)))
+        columns.append(per_duel[:, rest].sum(axis=1))
+    stacked = np.stack(columns, axis=1)
+    values = stacked.mean(axis=0)
+    errors = _standard_error_of_mean(stacked) if kind == "mean" else np.zeros(values.size)
+
+    n_rows = values.size
+    y = np.arange(n_rows)[::-1].astype(float)  # first (largest) on top
+    colours = [style.RED if v >= 0 else style.BLUE for v in values.tolist()]
+    fig = go.Figure(
+        go.Bar(
+            x=values,
+            y=y,
+            orientation="h",
+            marker={"color": colours, "line": {"width": 0}},
+            error_x=(
+                {"type": "data", "array": errors, "color": style.TEXT_COLOUR, "thickness": 1}
+                if kind == "mean"
+                else None
+            ),
+            customdata=np.stack([errors], axis=1),
+            hovertemplate=(
+                "%{text}: %{x:.4g}"
+                + (" ± %{customdata[0]:.2g} (s.e.)" if kind == "mean" else "")
+                + "<extra></extra>"
+            ),
+            text=names,
+            textposition="none",
+            width=0.7,
+        )
+    )
+    _print_values(fig, values, errors, y, signed=kind == "mean")
+
+    style.apply_base_layout(fig, height=max(260, style.ROW_HEIGHT_PX * n_rows + 140))
+    n_text = f"{expl.n_duels:,} duel{'s' if expl.n_duels != 1 else ''}"
+    axis_title = (
+        f"mean(|Pref-SHAP value|) over {n_text}"
+        if kind == "mean_abs"
+        else style.value_axis_title(expl, f"mean Pref-SHAP value over {n_text}")
+    )
+    fig.update_xaxes(title_text=axis_title, range=_padded_range(values, errors))
+    fig.update_yaxes(
+        tickmode="array", tickvals=y.tolist(), ticktext=names, range=[-0.6, n_rows - 0.4]
+    )
+    if kind == "mean":
+        fig.add_vline(x=0.0, line={"color": style.AXIS_GREY, "width": 1}, layer="below")
+    style.set_title(fig, title)
+    return fig
+
+
+def _standard_error_of_mean(columns: np.ndarray) -> np.ndarray:
+    n = columns.shape[0]
+    if n < 2:
+        return np.zeros(columns.shape[1])
+    return columns.std(axis=0, ddof=1) / np.sqrt(n)
+
+
+def _print_values(
+    fig: go.Figure, values: np.ndarray, errors: np.ndarray, y: np.ndarray, *, signed: bool
+) -> None:
+    """Each value just beyond its bar (and error bar), on the side the bar points to."""
+    for v, e, yy in zip(values.tolist(), errors.tolist(), y.tolist(), strict=True):
+        positive = v >= 0
+        fig.add_annotation(
+            x=v + e if positive else v - e,
+            y=yy,
+            text=style.format_number(v, signed=signed),
+            showarrow=False,
+            xanchor="left" if positive else "right",
+            xshift=5 if positive else -5,
+            font={"size": 12, "color": style.RED if positive else style.BLUE},
+        )
+
+
+def _padded_range(values: np.ndarray, errors: np.ndarray) -> list[float]:
+    """Room beyond the bars for the printed values (annotations do not widen the axis)."""
+    lo = min(0.0, float(np.min(values - errors)))
+    hi = max(0.0, float(np.max(values + errors)))
+    if hi == lo:  # every value 0: any symmetric window shows that
+        return [-1.0, 1.0]
+    pad = 0.18 * (hi - lo)
+    return [lo - (pad if lo < 0 else 0.0), hi + (pad if hi > 0 else 0.0)]
