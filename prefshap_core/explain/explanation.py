@@ -41,6 +41,9 @@ class Explanation:
     left_labels: np.ndarray | None = None  # (q,) display names
     right_labels: np.ndarray | None = None
     data_labels: np.ndarray | None = None  # (q, p) str or None
+    # (q, p) raw context value per player (kind "context"; NaN for groups): a
+    # context is shared by both sides, so views never flip it.
+    context_values: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -136,6 +139,7 @@ class Explanation:
             left_labels=take(self.left_labels),
             right_labels=take(self.right_labels),
             data_labels=take(self.data_labels),
+            context_values=take(self.context_values),
         )
 
     # -- summaries ---------------------------------------------------------------
