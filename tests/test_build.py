@@ -309,3 +309,15 @@ def test_load_directory_needs_both_files(tmp_path: Path) -> None:
     (tmp_path / "duels.csv").write_text(DUELS)
     data = load_directory(tmp_path, seed=1)
     assert data.name == tmp_path.name and data.n_duels == 4
+
+
+def test_item_columns_choose_the_covariates_and_keep_the_rest_for_display() -> None:
+    items = pd.DataFrame({"id": ["a", "b", "c"], "h": ["1", "2", "3"], "team": ["x", "y", "x"]})
+    duels = pd.DataFrame(
+        {"left": ["a", "b", "c"], "right": ["b", "c", "a"], "winner": ["a", "c", "a"]}
+    )
+    data = build_duel_data(items, duels, name="t", item_columns=["h"])
+    assert data.item_space.feature_names == ("h",)
+    assert list(data.raw_items["team"]) == ["x", "y", "x"]
+    with pytest.raises(DataValidationError, match=r"item columns \['nope'\]"):
+        build_duel_data(items, duels, name="t", item_columns=["nope"])

@@ -29,10 +29,16 @@ from prefshap_core.paths import repo_root
 def test_synthetic_clusters_default_shape_and_features() -> None:
     data = synthetic_clusters()
     assert (data.n_items, data.n_duels) == (1000, 40000)
-    assert data.item_space.feature_names == (
-        "x0", "x_AB", "x_AC", "x_BC", "cluster=A", "cluster=B", "cluster=C",
-    )  # fmt: skip
-    assert data.item_space.group_names == ("x0", "x_AB", "x_AC", "x_BC", "cluster")
+    # The paper's encoding: 4 continuous features and 3 binary cluster indicators,
+    # each its own player; the "cluster" label stays in raw_items for selections.
+    names = ("x0", "x_AB", "x_AC", "x_BC", "cluster_A", "cluster_B", "cluster_C")
+    assert data.item_space.feature_names == names
+    assert data.item_space.group_names == names
+    one_hot = data.raw_items[["cluster_A", "cluster_B", "cluster_C"]].to_numpy()
+    assert np.array_equal(one_hot.sum(1), np.ones(1000))
+    assert np.array_equal(
+        one_hot.argmax(1), data.raw_items["cluster"].map({"A": 0, "B": 1, "C": 2}).to_numpy()
+    )
     assert set(data.raw_items["cluster"]) == {"A", "B", "C"}
     assert not data.has_context
     assert 0.48 < np.mean(data.y > 0) < 0.52

@@ -45,6 +45,7 @@ def build_duel_data(
     id_column: str = "id",
     label_column: str | None = None,
     context_columns: Sequence[str] | None = None,
+    item_columns: Sequence[str] | None = None,
     numeric: Iterable[str] = (),
     categorical: Iterable[str] = (),
     multi_categorical: Mapping[str, Sequence[str]] | None = None,
@@ -58,16 +59,29 @@ def build_duel_data(
 
     ``label_column`` defaults to a ``name`` column when there is one.
     ``context_columns=None`` takes every duel column other than left, right,
-    winner, y and duel_id. ``numeric``, ``categorical`` and ``multi_categorical``
+    winner, y and duel_id. ``item_columns=None`` makes every item column other than
+    the id and label a covariate; a list keeps only those (the others stay in
+    ``raw_items`` for display and filters). ``numeric``, ``categorical`` and ``multi_categorical``
     override the inferred column kinds in whichever table holds the columns.
     With ``on_invalid="drop"`` invalid duel rows are dropped and counted in the
     report; with ``"error"`` the first one raises.
     """
     if on_invalid not in ("error", "drop"):
         raise ValueError(f"on_invalid must be 'error' or 'drop', got {on_invalid!r}")
-    item_ids, labels, item_columns, label = _item_ids_and_labels(
+    item_ids, labels, covariates, label = _item_ids_and_labels(
         items, id_column, label_column, items_file
     )
+    if item_columns is None:
+        item_columns = covariates
+    else:
+        unknown = [c for c in item_columns if c not in covariates]
+        if unknown or not item_columns:
+            raise DataValidationError(
+                f"item columns {unknown or '[]'} are not covariates of the items table "
+                f"(covariates: {', '.join(covariates)})",
+                file=items_file,
+            )
+        item_columns = list(item_columns)
     contexts = _context_columns(duels, context_columns, duels_file)
     numeric, categorical = set(numeric), set(categorical)
     multi = dict(multi_categorical or {})

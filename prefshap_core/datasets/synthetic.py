@@ -38,17 +38,23 @@ def synthetic_clusters(n_items: int = 1000, n_duels: int = 40000, seed: int = 0)
     """The clusters game of the paper's Sec. 4 (METHOD.md "Synthetic generator").
 
     Items: ``[x0, x_AB, x_AC, x_BC] ~ N(0, I_4)`` and a cluster uniform in {A, B, C}
-    (a categorical, one feature group). Duels between random distinct pairs: from
-    different clusters X, Y the higher ``x_XY`` wins; from the same cluster the
-    higher ``x0`` wins. ``raw_items`` keeps the ``cluster`` column for filtering.
+    as its one-hot columns ``cluster_A, cluster_B, cluster_C``: three binary
+    features, each its own player, as in the paper (Table 2: 4 continuous and 3
+    binary features), which is what its finding "x0 is the most important feature"
+    refers to. Duels between random distinct pairs: from different clusters X, Y the
+    higher ``x_XY`` wins; from the same cluster the higher ``x0`` wins. ``raw_items``
+    keeps the ``cluster`` label column for "A vs B" selections; it is not a feature.
     """
     items, duels = synthetic_clusters_tables(n_items, n_duels, seed)
+    indicators = [f"cluster_{c}" for c in CLUSTERS]
+    for name, cluster in zip(indicators, CLUSTERS, strict=True):
+        items[name] = (items["cluster"] == cluster).astype(np.int64)
     return build_duel_data(
         items,
         duels,
         name="synthetic",
-        numeric=CLUSTER_FEATURES,
-        categorical=["cluster"],
+        item_columns=[*CLUSTER_FEATURES, *indicators],
+        numeric=[*CLUSTER_FEATURES, *indicators],
         context_columns=[],
         seed=seed,
         items_file="synthetic items",

@@ -1,0 +1,186 @@
+"""``prefshap explain``: Shapley values of any model file for the duels of a CSV.
+
+Contract (scripts call it exactly so):
+
+    prefshap explain --model M.npz --duels DUELS.csv --out OUT.csv
+        [--what items|context] [--exact] [--samples N] [--seed S]
+        [--dtype float64|float32] [--device cpu|cuda]
+
+DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``winner``
+(an id, or ``left``/``right``), and for ``--what context`` the context: either one
+column per model context column (``context_names``, raw values, standardised with the
+model's offset and scale), or one column per categorical context group holding its
+category (e.g. ``surface`` = ``Clay`` for columns ``surface=Clay``, ...).
+OUT.csv: one row per input duel, in input order: ``left,right,output,base_value``,
+then one column per player (group name); values left-vs-right (positive favours left).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from prefshap_core.cli._output import stderr_progress
+from prefshap_core.compute import Compute
+from prefshap_core.data.csv_io import read_table, row_numbers
+from prefshap_core.data.encoding import EncodingSpec, encode_rows
+from prefshap_core.errors import DataValidationError
+from prefshap_core.explain.explainer import explain_context, explain_items
+from prefshap_core.models.model_file import load_model
+from prefshap_core.models.preference_function import PreferenceFunction
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "explain",
+        help="Pref-SHAP values for duels, from any model file",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--model", required=True, help="model file (.npz, docs/model-format.md)")
+    parser.add_argument("--duels", required=True, help="CSV with left, right [, winner, context]")
+    parser.add_argument("--out", required=True, help="CSV to write")
+    parser.add_argument("--what", choices=("items", "context"), default="items")
+    parser.add_argument("--exact", action="store_true", help="enumerate every coalition")
+    parser.add_argument("--samples", type=int, help="sampled coalitions (paired kernel sampling)")
+    parser.add_argument("--seed", type=int, default=0, help="coalition sampling seed")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    if args.exact and args.samples is not None:
+        raise ValueError("--exact and --samples exclude each other")
+    if args.samples is not None and args.samples < 1:
+        raise ValueError("--samples must be at least 1")
+    fn = load_model(args.model)
+    file_name = Path(args.duels).name
+    table = read_table(Path(args.duels), file_name=file_name)
+    left, right = _ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name)
+    winners = _winners(table, left, right, file_name)
+    options = dict(
+        winners=winners,
+        duel_ids=np.array([str(r) for r in row_numbers(table)]),
+        max_exact_players=10**9 if args.exact else (0 if args.samples is not None else 12),
+        n_samples=args.samples,
+        seed=args.seed,
+        compute=Compute(device=args.device, dtype=args.dtype),
+        progress=stderr_progress(args.quiet),
+    )
+    if args.what == "context":
+        if fn.kind != "cgpm":
+            raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
+        contexts = _contexts(table, fn, file_name)
+        expl = explain_context(fn, left, right, contexts, **options)
+    else:
+        expl = explain_items(fn, left, right, **options)
+
+    out = pd.DataFrame(
+        {"left": left, "right": right, "output": expl.outputs, "base_value": expl.base_values}
+    )
+    for j, name in enumerate(expl.player_names):
+        out[name] = expl.values[:, j]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    out.to_csv(args.out, index=False, float_format="%.17g")
+    summary = {
+        "duels": len(out),
+        "what": args.what,
+        "players": list(expl.player_names),
+        "method": expl.meta.get("method"),
+        "n_coalitions": expl.meta.get("n_coalitions"),
+        "max_efficiency_gap": expl.efficiency_gap(),
+        "seconds": time.perf_counter() - start,
+        "out": str(args.out),
+    }
+    if not args.quiet:
+        print(json.dumps(summary), file=sys.stderr)
+    return 0
+
+
+def _column(table: pd.DataFrame, name: str, file_name: str) -> pd.Series:
+    if name not in table.columns:
+        raise DataValidationError(
+            f"missing column '{name}' (columns: {', '.join(map(str, table.columns))})",
+            file=file_name,
+        )
+    return table[name]
+
+
+def _ids(table: pd.DataFrame, fn: PreferenceFunction, side: str, file_name: str) -> np.ndarray:
+    known = set(np.asarray(fn.item_ids).astype(str).tolist())
+    values = _column(table, side, file_name)
+    rows = row_numbers(table)
+    for row, value in zip(rows, values, strict=True):
+        if value is None or str(value) not in known:
+            what = "missing item id" if value is None else f"unknown item id '{value}'"
+            raise DataValidationError(
+                f"{what} (not among the model's {len(known)} item_ids)",
+                file=file_name, row=int(row), column=side,
+            )  # fmt: skip
+    return values.astype(str).to_numpy()
+
+
+def _winners(
+    table: pd.DataFrame, left: np.ndarray, right: np.ndarray, file_name: str
+) -> np.ndarray | None:
+    if "winner" not in table.columns:
+        return None
+    out = np.zeros(len(left), dtype=np.int8)
+    for k, (row, value) in enumerate(zip(row_numbers(table), table["winner"], strict=True)):
+        if value is None:
+            continue  # unknown outcome: explained all the same
+        if value in ("left", left[k]):
+            out[k] = 1
+        elif value in ("right", right[k]):
+            out[k] = -1
+        else:
+            raise DataValidationError(
+                f"winner '{value}' is neither the left ('{left[k]}') nor the right "
+                f"('{right[k]}') item, nor 'left'/'right'",
+                file=file_name, row=int(row), column="winner",
+            )  # fmt: skip
+    return out
+
+
+def _contexts(table: pd.DataFrame, fn: PreferenceFunction, file_name: str) -> np.ndarray:
+    """Model-space contexts from model columns (raw values) or from group columns."""
+    space = fn.context_space
+    assert space is not None
+    names = list(space.feature_names)
+    if all(name in table.columns for name in names):
+        raw = np.empty((len(table), len(names)))
+        rows = row_numbers(table)
+        for j, name in enumerate(names):
+            numbers = pd.to_numeric(table[name], errors="coerce")
+            bad = np.flatnonzero(numbers.isna().to_numpy())
+            if len(bad):
+                raise DataValidationError(
+                    f"not a number: {table[name].iloc[bad[0]]!r}",
+                    file=file_name, row=int(rows[bad[0]]), column=name,
+                )  # fmt: skip
+            raw[:, j] = numbers.to_numpy(dtype=np.float64)
+        return space.standardise(raw)
+    try:
+        spec = EncodingSpec.from_feature_space(space, "context")
+    except ValueError as err:
+        raise DataValidationError(
+            f"context columns missing: give the model's context columns {names}", file=file_name
+        ) from err
+    sources = sorted({s for g in spec.groups for s in g.sources})
+    missing = [s for s in sources if s not in table.columns]
+    if missing:
+        raise DataValidationError(
+            f"context columns missing: {', '.join(missing)} (either these, or the model's "
+            f"context columns {', '.join(names)})",
+            file=file_name,
+        )
+    return encode_rows(table, spec, file_name=file_name).model

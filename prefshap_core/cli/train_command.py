@@ -1,0 +1,65 @@
+"""``prefshap train``: fit a model, print one JSON line of metrics and timings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from prefshap_core.cli._output import stderr_progress
+from prefshap_core.datasets.registry import load_dataset
+from prefshap_core.models.model_file import save_model
+from prefshap_core.workflow import TrainSettings, train
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "train",
+        help="train a GPM, UPM or C-GPM and save it as a model file",
+        description="Train on the seeded 80/10/10 split; print one JSON line with held-out "
+        "metrics and timings; write the pickle-free model file (docs/model-format.md).",
+    )
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="dataset name (see `prefshap datasets`) or a folder with items.csv and duels.csv",
+    )
+    parser.add_argument("--model", choices=("gpm", "upm", "cgpm"), default="gpm")
+    parser.add_argument("--seed", type=int, default=0, help="split, orientation and centres")
+    parser.add_argument("--out", required=True, help="model file to write (.npz)")
+    parser.add_argument("--data-dir", help="real datasets folder (default: $PREFSHAP_DATA_DIR)")
+    parser.add_argument("--n-centres", type=int, default=2000, help="Nyström centres (duels)")
+    parser.add_argument("--lengthscale-scale", type=float, help="fix the lengthscale scale")
+    parser.add_argument("--penalty", type=float, help="fix the penalty (else chosen on validation)")
+    parser.add_argument("--loss", choices=("logistic", "squared"), default="logistic")
+    parser.add_argument("--cme-lambda", type=float, help="regulariser of the explanations' CMEs")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--baseline", action="store_true", help="also fit a UPM and report it")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    data = load_dataset(args.data, seed=args.seed, data_dir=args.data_dir)
+    load_seconds = time.perf_counter() - start
+    settings = TrainSettings(
+        kind=args.model,
+        seed=args.seed,
+        n_centres=args.n_centres,
+        lengthscale_scale=args.lengthscale_scale,
+        penalty=args.penalty,
+        loss=args.loss,
+        cme_lambda=args.cme_lambda,
+        dtype=args.dtype,
+        device=args.device,
+        baseline=args.baseline,
+    )
+    result = train(data, settings, stderr_progress(args.quiet))
+    save_model(result.function, args.out)
+    report = result.to_json()
+    report["seconds"] = {"load": load_seconds, **report["seconds"]}
+    report["out"] = str(args.out)
+    print(json.dumps(report, sort_keys=False), flush=True)
+    return 0

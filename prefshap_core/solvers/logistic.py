@@ -1,0 +1,242 @@
+"""Kernel logistic regression by LogisticFalkon's scheme (Marteau-Ferey, Bach, Rudi 2019;
+Meanti et al. 2020): Newton steps along a decreasing penalty path, each solved
+approximately by FALKON-preconditioned CG.
+
+At penalty ``lam`` the objective is
+
+    J_lam(a) = (1/n) sum_i log(1 + exp(-y_i f_i)) + (lam / 2) a^T (K_MM + jitter I) a,
+
+with ``f = K_nM a`` (falkon's convention: half the penalty of the squared loss's; the
+jitter, about 1e-13 * M of K_MM's diagonal in float64, is reported in the result).
+
+One Newton step per penalty, as LogisticFalkon: the first penalties are large, so each
+step starts close to the next minimiser and a few CG iterations suffice. Then,
+optionally, more Newton steps at the last penalty until the decrement is tiny. Beyond
+falkon: a backtracking line search guards each step (its K_nM product is reused for
+every trial length, and the predictions ``f`` are updated with it rather than
+recomputed), and a CG direction that is not a descent direction (float32 asked for a
+tolerance it cannot reach) is not taken.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from prefshap_core.progress import Progress, ensure_progress
+from prefshap_core.solvers.cg import conjugate_gradient
+from prefshap_core.solvers.falkon import as_alpha, as_targets
+from prefshap_core.solvers.operator import KernelOperator
+from prefshap_core.solvers.options import SolverOptions
+from prefshap_core.solvers.preconditioner import FalkonPreconditioner
+from prefshap_core.solvers.result import NewtonStep, SolverError, SolveResult, check_finite
+
+StepCallback = Callable[[int, float, torch.Tensor], None]
+_ARMIJO = 1e-4
+_MAX_HALVINGS = 40
+
+
+def logistic_loss(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """Mean ``log(1 + exp(-y f))``, without overflow."""
+    return torch.logaddexp(torch.zeros_like(f), -y * f).mean()
+
+
+def logistic_objective(
+    y: torch.Tensor, f: torch.Tensor, alpha: torch.Tensor, k_mm: torch.Tensor, penalty: float
+) -> float:
+    """``J_lam(alpha)`` given the predictions ``f = K_nM alpha`` (k_mm: K_MM + jitter I)."""
+    return float(logistic_loss(y, f) + 0.5 * penalty * torch.dot(alpha, k_mm @ alpha))
+
+
+def _schedule(
+    penalties: Sequence[float], cg_iterations: int | Sequence[int] | None, options: SolverOptions
+) -> list[tuple[float, int]]:
+    penalties = [float(p) for p in penalties]
+    if not penalties or not all(p > 0 for p in penalties):
+        raise ValueError("penalties must be a non-empty list of positive numbers")
+    if cg_iterations is None:
+        iterations = [options.max_cg_iterations] * len(penalties)
+    elif isinstance(cg_iterations, int):
+        iterations = [cg_iterations] * len(penalties)
+    else:
+        iterations = [int(i) for i in cg_iterations]
+        if len(iterations) != len(penalties):
+            raise ValueError("cg_iterations must have one entry per penalty")
+    if min(iterations) < 1:
+        raise ValueError("every Newton step needs at least one CG iteration")
+    steps = list(zip(penalties, iterations, strict=True))
+    return steps + [steps[-1]] * options.refine_steps
+
+
+def fit_logistic(
+    op: KernelOperator,
+    y: np.ndarray | torch.Tensor,
+    penalties: Sequence[float],
+    options: SolverOptions | None = None,
+    progress: Progress | None = None,
+    callback: StepCallback | None = None,
+    *,
+    cg_iterations: int | Sequence[int] | None = None,
+    warm_start: np.ndarray | torch.Tensor | None = None,
+) -> SolveResult:
+    """Minimise ``J_lam`` (module docstring) along ``penalties``; the answer is for the last.
+
+    ``cg_iterations``: CG iterations per Newton step (one per penalty, or one for all;
+    default ``options.max_cg_iterations``), stopping early at ``options.cg_tolerance``.
+    ``callback(step, penalty, alpha)`` runs after every Newton step (0-based, refinement
+    steps included) with a copy of ``alpha``, e.g. to score a validation set along the
+    path. ``warm_start``: an initial ``alpha``. ``y`` in {-1, +1}.
+    """
+    start = time.perf_counter()
+    options = options or SolverOptions()
+    progress = ensure_progress(progress)
+    schedule = _schedule(penalties, cg_iterations, options)
+    n_regular = len(penalties)
+    y_t = as_targets(op, y)
+    n = op.n_rows
+    eps = torch.finfo(op.dtype).eps
+
+    progress.update("Preconditioner", 0.0)
+    pre = FalkonPreconditioner(op.centre_gram(), options.jitter_for(op.dtype))
+    k_reg = pre.regularised_gram(op.centre_gram())
+    if warm_start is None:
+        alpha = torch.zeros(op.n_centres, dtype=op.dtype, device=op.device)
+        f = torch.zeros(n, dtype=op.dtype, device=op.device)
+    else:
+        alpha = as_alpha(op, warm_start)
+        f = op.mm(alpha)
+
+    steps: list[NewtonStep] = []
+    residuals: list[float] = []
+    total_iterations = 0
+    converged = False
+    previous_decrement = None
+    for index, (penalty, max_it) in enumerate(schedule):
+        stage = f"Newton step {index + 1}/{len(schedule)} (penalty {penalty:.2g})"
+        progress.update(stage, index / len(schedule))
+        margin_sigmoid = torch.sigmoid(-y_t * f)  # sigma(-y f)
+        curvature = y_t * y_t * margin_sigmoid * (1.0 - margin_sigmoid)
+        k_alpha = k_reg @ alpha
+        gradient = op.tmm(-y_t * margin_sigmoid) / n + penalty * k_alpha
+        check_finite(gradient, f"the gradient at Newton step {index + 1}")
+
+        weights = _centre_weights(op, curvature, options)
+        pre.set_penalty(penalty, weights, None if weights is None else 1.0 / n)
+        cg = conjugate_gradient(
+            pre.normal_operator(lambda a, w=curvature / n: op.gram_mv(a, w), penalty),
+            pre.apply_t(gradient),
+            max_iterations=max_it,
+            tolerance=_forcing(options, previous_decrement),
+            on_iteration=lambda k, i=index, m=max_it, s=stage: progress.update(
+                s, (i + k / m) / len(schedule)
+            ),
+        )
+        total_iterations += cg.iterations
+        residuals.extend(cg.residuals)
+        delta = pre.apply(cg.x)
+        decrement = float(torch.dot(gradient, delta)) / 2.0
+        if decrement != decrement:
+            raise SolverError(f"Newton step {index + 1}: the decrement is NaN")
+        previous_decrement = decrement
+
+        if decrement > 0.0:
+            k_delta = op.mm(delta)
+            length, objective = _step_length(
+                y_t, f, k_delta, alpha, k_alpha, delta, k_reg, penalty, decrement, options, eps
+            )
+            if length > 0.0:
+                alpha = alpha - length * delta
+                f = f - length * k_delta
+        else:  # not a descent direction: stay
+            length, objective = 0.0, logistic_objective(y_t, f, alpha, k_reg, penalty)
+        check_finite(alpha, f"the coefficients after Newton step {index + 1}")
+        steps.append(
+            NewtonStep(penalty, cg.iterations, cg.residuals[-1], objective, length, decrement)
+        )
+        if callback is not None:
+            callback(index, penalty, alpha.clone())
+        at_last_penalty = index >= n_regular - 1
+        converged = at_last_penalty and decrement <= options.newton_tolerance
+        if at_last_penalty and (converged or length == 0.0):
+            break
+
+    progress.update("Newton steps", 1.0)
+    return SolveResult(
+        alpha=alpha,
+        iterations=total_iterations,
+        residuals=residuals,
+        seconds=time.perf_counter() - start,
+        converged=converged,
+        jitter=pre.jitter,
+        steps=steps,
+    )
+
+
+def _forcing(options: SolverOptions, previous_decrement: float | None) -> float:
+    """CG tolerance of a Newton step: loose while far from the minimiser (inexact Newton).
+
+    ``sqrt`` of the previous step's decrement (its predicted objective gap), clipped to
+    [cg_tolerance, 0.1], keeps Newton's fast local convergence (Eisenstat and Walker
+    1996) without solving early systems to full precision.
+    """
+    if not options.inexact_newton:
+        return options.cg_tolerance
+    if previous_decrement is None:
+        return max(options.cg_tolerance, 0.1)
+    return max(options.cg_tolerance, min(0.1, max(previous_decrement, 0.0) ** 0.5))
+
+
+def _centre_weights(
+    op: KernelOperator, curvature: torch.Tensor, options: SolverOptions
+) -> torch.Tensor | float | None:
+    """The preconditioner's centre weights (see ``SolverOptions.preconditioner``).
+
+    Centres that are not training rows have no label here: they get the mean curvature.
+    """
+    if options.preconditioner == "plain":
+        return None
+    if options.preconditioner == "curvature" and op.centre_positions is not None:
+        return curvature[op.centre_positions]
+    return float(curvature.mean())
+
+
+def _step_length(
+    y: torch.Tensor,
+    f: torch.Tensor,
+    k_delta: torch.Tensor,
+    alpha: torch.Tensor,
+    k_alpha: torch.Tensor,
+    delta: torch.Tensor,
+    k_mm: torch.Tensor,
+    penalty: float,
+    decrement: float,
+    options: SolverOptions,
+    eps: float,
+) -> tuple[float, float]:
+    """Backtracking (Armijo) on ``J(alpha - t delta)``; returns (t, objective there).
+
+    The quadratic term is expanded so a trial costs O(n): no kernel products. A
+    rounding slack lets a converged step through instead of halving it to nothing.
+    """
+    quad0 = float(torch.dot(alpha, k_alpha))
+    quad1 = float(torch.dot(delta, k_alpha))
+    quad2 = float(torch.dot(delta, k_mm @ delta))
+
+    def objective(t: float) -> float:
+        quad = quad0 - 2.0 * t * quad1 + t * t * quad2
+        return float(logistic_loss(y, f - t * k_delta)) + 0.5 * penalty * quad
+
+    current = objective(0.0)
+    if current != current:
+        raise SolverError("the logistic objective became NaN")
+    slack = 64.0 * eps * max(1.0, abs(current))
+    t = 1.0
+    for _ in range(_MAX_HALVINGS):
+        trial = objective(t)
+        if not options.line_search or trial <= current - _ARMIJO * t * 2 * decrement + slack:
+            return t, trial
+        t *= 0.5
+    return 0.0, current

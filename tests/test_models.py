@@ -1,0 +1,143 @@
+"""GPM / UPM / C-GPM estimators: contract, learning, overrides, persistence."""
+
+import numpy as np
+import pytest
+
+from prefshap_core.data.build import load_directory
+from prefshap_core.data.duel_data import split_duels
+from prefshap_core.datasets.synthetic import synthetic_clusters
+from prefshap_core.errors import DataValidationError, NotFittedError
+from prefshap_core.metrics import roc_auc
+from prefshap_core.models.estimators import CGPM, GPM, UPM
+from prefshap_core.models.model_file import load_model, save_model
+from prefshap_core.paths import repo_root
+from prefshap_core.workflow import TrainSettings, train
+
+FAST = dict(n_centres=300, penalty_path=(1e-3, 1e-5, 1e-7), cg_iterations=(10, 15, 20))
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    data = synthetic_clusters(n_items=200, n_duels=4000, seed=1)
+    return data, split_duels(data.n_duels, 1)
+
+
+@pytest.fixture(scope="module")
+def fitted_gpm(clusters):
+    data, split = clusters
+    return GPM(seed=1, lengthscale_scale=2.0, **FAST).fit(data, split.train, split.validation)
+
+
+def test_fit_returns_self_with_learned_attributes(clusters, fitted_gpm):
+    data, split = clusters
+    model = fitted_gpm
+    assert model.lengthscale_scale == 2.0  # parameters kept as given
+    assert model.lengthscale_scale_ == 2.0
+    assert model.penalty is None and model.penalty_ in FAST["penalty_path"]
+    assert model.function_.kind == "gpm" and len(model.function_.alpha) == 300
+    assert model.cme_lambda_ > 0
+    assert model.search_.selection == "holdout"
+    assert len(model.search_.points) == 3  # one per penalty of the path
+    g = model.decision_function(data, split.test)
+    np.testing.assert_allclose(model.predict_proba(data, split.test), 1 / (1 + np.exp(-g)))
+
+
+def test_gpm_is_exactly_antisymmetric(clusters, fitted_gpm):
+    data, split = clusters
+    fn = fitted_gpm.function_
+    left, right = data.left[split.test], data.right[split.test]
+    forward = fn.decision_on_pool(data.items, left, right)
+    both = fn.decision_on_pool(
+        data.items, np.concatenate([left, right]), np.concatenate([right, left])
+    )
+    assert np.array_equal(both[: len(left)], forward)
+    assert np.array_equal(both[len(left) :], -forward)
+
+
+def test_gpm_learns_the_unrankable_clusters_game_upm_cannot(clusters, fitted_gpm):
+    data, split = clusters
+    upm = UPM(seed=1, lengthscale_scale=2.0, **FAST).fit(data, split.train, split.validation)
+    gpm_auc = roc_auc(data.y[split.test], fitted_gpm.decision_function(data, split.test))
+    upm_auc = roc_auc(data.y[split.test], upm.decision_function(data, split.test))
+    assert gpm_auc > 0.93
+    assert gpm_auc > upm_auc + 0.1
+
+
+def test_upm_is_a_utility_difference(clusters):
+    data, split = clusters
+    upm = UPM(seed=0, lengthscale_scale=2.0, penalty=1e-5, n_centres=100).fit(
+        data, split.train, split.validation
+    )
+    fn = upm.function_
+    # g(a, c) = g(a, b) + g(b, c) for a utility model
+    a, b, c = np.array([0, 5, 9]), np.array([1, 6, 10]), np.array([2, 7, 11])
+    lhs = fn.decision_on_pool(data.items, a, c)
+    rhs = fn.decision_on_pool(data.items, a, b) + fn.decision_on_pool(data.items, b, c)
+    np.testing.assert_allclose(lhs, rhs, atol=1e-10)
+
+
+def test_search_picks_scale_and_penalty_by_validation_log_loss(clusters):
+    data, split = clusters
+    model = GPM(seed=0, **FAST).fit(data, split.train, split.validation)
+    points = model.search_.points
+    assert len({p.lengthscale_scale for p in points}) == 4
+    best = min(points, key=lambda p: p.validation_log_loss)
+    assert (model.lengthscale_scale_, model.penalty_) == (best.lengthscale_scale, best.penalty)
+
+
+def test_small_data_uses_cross_validation():
+    data = synthetic_clusters(n_items=40, n_duels=300, seed=2)
+    split = split_duels(data.n_duels, 2)
+    model = GPM(seed=2, lengthscale_scale=2.0, **FAST).fit(data, split.train, split.validation)
+    assert model.search_.selection == "5-fold cv"
+    # refit on train + validation
+    assert len(model.train_duels_) == len(split.train) + len(split.validation)
+    assert model.penalty_ == min(model.search_.points, key=lambda p: p.validation_log_loss).penalty
+
+
+def test_squared_loss_and_fixed_hyperparameters(clusters):
+    data, split = clusters
+    model = GPM(seed=0, loss="squared", lengthscale_scale=2.0, penalty=1e-5, n_centres=200)
+    model.fit(data, split.train, split.validation)
+    assert [(p.lengthscale_scale, p.penalty) for p in model.search_.points] == [(2.0, 1e-5)]
+    assert roc_auc(data.y[split.test], model.decision_function(data, split.test)) > 0.9
+
+
+def test_errors_before_fit_and_for_bad_parameters(clusters):
+    data, split = clusters
+    with pytest.raises(NotFittedError):
+        GPM().decision_function(data)
+    with pytest.raises(ValueError, match="loss must be"):
+        GPM(loss="hinge").fit(data, split.train, split.validation)
+    with pytest.raises(DataValidationError, match="C-GPM needs context"):
+        CGPM().fit(data, split.train, split.validation)
+    with pytest.raises(ValueError, match="lengthscales must be"):
+        GPM(lengthscales=np.ones(2)).fit(data, split.train, split.validation)
+
+
+def test_cgpm_on_sample_data_round_trips_through_the_model_file(tmp_path):
+    data = load_directory(repo_root() / "sample_data")
+    assert data.has_context
+    split = split_duels(data.n_duels, 0)
+    model = CGPM(seed=0, lengthscale_scale=2.0, **FAST).fit(data, split.train, split.validation)
+    fn = model.function_
+    assert fn.kind == "cgpm" and np.all(fn.context_weights > 0)
+    assert fn.context_weights.sum() == len(model.train_duels_)
+    back = load_model(save_model(fn, tmp_path / "m.npz"))
+    u = data.contexts[data.context_index[split.test]]
+    left, right = data.items[data.left[split.test]], data.items[data.right[split.test]]
+    assert np.array_equal(fn.decision(left, right, u), back.decision(left, right, u))
+    np.testing.assert_allclose(
+        model.decision_function(data, split.test), fn.decision(left, right, u), atol=1e-12
+    )
+
+
+def test_train_workflow_reports_metrics_baseline_and_rankability(clusters):
+    data, _ = clusters
+    result = train(data, TrainSettings(kind="gpm", seed=3, n_centres=200, lengthscale_scale=2.0))
+    assert set(result.metrics) == {"validation", "test"}
+    assert result.metrics["test"]["roc_auc"] > result.baseline_metrics["roc_auc"]
+    assert 0.0 <= result.rankability <= 1.0 and result.rankability_items == data.n_items
+    report = result.to_json()
+    assert report["model"] == "gpm" and report["n_test"] == len(result.split.test)
+    assert report["seconds"]["total"] >= report["seconds"]["fit"]

@@ -1,0 +1,200 @@
+"""Pair kernels: gathers equal the per-duel formulas; operators equal dense products."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import prefshap_core.kernels.pair as pair_module
+from prefshap_core.compute import Compute
+from prefshap_core.kernels.pair import DuelIndex, PairKernel
+from prefshap_core.solvers.operator import BlockedKernelOperator, signed_incidence_sum
+
+N_ITEMS, D, P, D_CTX = 12, 3, 5, 2
+
+
+def rbf(a: np.ndarray, b: np.ndarray, lengthscales: np.ndarray) -> float:
+    z = (a - b) / lengthscales
+    return float(np.exp(-0.5 * np.dot(z, z)))
+
+
+def direct_pair_kernel(kind, items, ls, contexts, ctx_ls, row, col) -> float:
+    """One entry by the textbook formula, from raw feature rows (no Grams, no gathers)."""
+    (a, b, u), (c, d, v) = row, col
+    xa, xb, xc, xd = items[a], items[b], items[c], items[d]
+    if kind == "upm":
+        return rbf(xa, xc, ls) + rbf(xb, xd, ls) - rbf(xa, xd, ls) - rbf(xb, xc, ls)
+    value = rbf(xa, xc, ls) * rbf(xb, xd, ls) - rbf(xa, xd, ls) * rbf(xb, xc, ls)
+    if kind == "cgpm":
+        value *= rbf(contexts[u], contexts[v], ctx_ls)
+    return value
+
+
+@pytest.fixture(scope="module")
+def pools():
+    rng = np.random.default_rng(0)
+    return (
+        rng.normal(size=(N_ITEMS, D)),
+        rng.uniform(0.5, 2.0, D),
+        rng.normal(size=(P, D_CTX)),
+        rng.uniform(0.5, 2.0, D_CTX),
+    )
+
+
+def random_duels(n: int, seed: int) -> DuelIndex:
+    rng = np.random.default_rng(seed)
+    left = rng.integers(0, N_ITEMS, n)
+    right = (left + rng.integers(1, N_ITEMS, n)) % N_ITEMS
+    return DuelIndex.from_arrays(left, right, rng.integers(0, P, n))
+
+
+def make_kernel(kind: str, pools, dtype: str = "float64") -> PairKernel:
+    items, ls, contexts, ctx_ls = pools
+    return PairKernel(kind, items, ls, contexts, ctx_ls, compute=Compute("cpu", dtype))
+
+
+@pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
+def test_matrix_equals_direct_per_duel_formula(kind, pools):
+    rows, cols = random_duels(17, seed=1), random_duels(9, seed=2)
+    got = make_kernel(kind, pools).matrix(rows, cols).numpy()
+    expected = np.array(
+        [
+            [
+                direct_pair_kernel(kind, *pools, r, c)
+                for c in zip(cols.left, cols.right, cols.context, strict=True)
+            ]
+            for r in zip(rows.left, rows.right, rows.context, strict=True)
+        ]
+    )
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    assert np.abs(expected).max() > 0.1  # the comparison is not between zeros
+
+
+@pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
+def test_swapping_a_duel_negates_its_row_and_column_exactly(kind, pools):
+    kernel = make_kernel(kind, pools)
+    rows, cols = random_duels(15, seed=3), random_duels(8, seed=4)
+    k = kernel.matrix(rows, cols)
+    assert torch.equal(kernel.matrix(rows.swapped(), cols), -k)
+    assert torch.equal(kernel.matrix(rows, cols.swapped()), -k)
+
+
+def test_rbf_runs_on_unique_items_only(pools, monkeypatch):
+    calls = []
+    original = pair_module.rbf_gram
+
+    def counting_rbf(a, b, lengthscales):
+        calls.append((len(a), len(b)))
+        return original(a, b, lengthscales)
+
+    monkeypatch.setattr(pair_module, "rbf_gram", counting_rbf)
+    kernel = make_kernel("cgpm", pools)
+    rows = random_duels(500, seed=5)
+    kernel.operator(rows, np.arange(40)).mm(torch.ones(40, dtype=torch.float64))
+    assert calls, "the kernel never evaluated an RBF"
+    assert all(a <= max(N_ITEMS, P) and b <= max(N_ITEMS, P) for a, b in calls)
+
+
+def dense_and_operator(kind, pools, **operator_kwargs):
+    kernel = make_kernel(kind, pools)
+    rows = random_duels(50, seed=6)
+    centres = np.arange(0, 50, 4)
+    dense = kernel.matrix(rows, rows.subset(centres))
+    return dense, kernel.operator(rows, centres, **operator_kwargs)
+
+
+OPERATOR_VARIANTS = [
+    {},  # cached
+    {"cache_budget_bytes": 0},  # recomputed blocks
+    {"cache_budget_bytes": 0, "block_rows": 1},
+    {"cache_budget_bytes": 0, "block_rows": 7},
+]
+
+
+@pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
+@pytest.mark.parametrize("variant", OPERATOR_VARIANTS)
+def test_operator_products_equal_dense_products(kind, variant, pools):
+    dense, op = dense_and_operator(kind, pools, **variant)
+    rng = np.random.default_rng(7)
+    v = torch.as_tensor(rng.normal(size=op.n_centres))
+    v3 = torch.as_tensor(rng.normal(size=(op.n_centres, 3)))
+    w = torch.as_tensor(rng.normal(size=op.n_rows))
+    w3 = torch.as_tensor(rng.normal(size=(op.n_rows, 3)))
+    weights = torch.as_tensor(rng.uniform(0, 1, op.n_rows))
+    torch.testing.assert_close(op.mm(v), dense @ v, rtol=0, atol=1e-12)
+    torch.testing.assert_close(op.mm(v3), dense @ v3, rtol=0, atol=1e-12)
+    torch.testing.assert_close(op.tmm(w), dense.T @ w, rtol=0, atol=1e-12)
+    torch.testing.assert_close(op.tmm(w3), dense.T @ w3, rtol=0, atol=1e-12)
+    torch.testing.assert_close(op.gram_mv(v), dense.T @ (dense @ v), rtol=0, atol=1e-12)
+    expected = dense.T @ (weights * (dense @ v))
+    torch.testing.assert_close(op.gram_mv(v, weights), expected, rtol=0, atol=1e-12)
+    if kind != "upm":
+        assert isinstance(op, BlockedKernelOperator)
+        assert op.cached == (variant == {})
+
+
+@pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
+def test_centre_gram_is_the_centre_rows_of_k_nm(kind, pools):
+    kernel = make_kernel(kind, pools)
+    rows = random_duels(40, seed=8)
+    centres = np.array([3, 9, 10, 22, 31, 39])
+    op = kernel.operator(rows, centres)
+    k_mm = op.centre_gram()
+    k_nm_rows = op.mm(torch.eye(len(centres), dtype=torch.float64))[centres]
+    torch.testing.assert_close(k_mm, k_nm_rows, rtol=0, atol=1e-14)
+    assert torch.equal(k_mm, k_mm.T)
+    by_index = kernel.operator(rows, rows.subset(centres)).centre_gram()
+    torch.testing.assert_close(by_index, k_mm, rtol=0, atol=1e-14)
+
+
+def test_float32_cache_is_close_to_float64(pools):
+    dense, op = dense_and_operator("gpm", pools, cache_dtype="float32")
+    assert op.cache.dtype == torch.float32
+    v = torch.linspace(-1, 1, op.n_centres, dtype=torch.float64)
+    out = op.mm(v)
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, dense @ v, rtol=0, atol=1e-6)
+
+
+def test_float32_kernel_matches_float64(pools):
+    rows, cols = random_duels(20, seed=9), random_duels(6, seed=10)
+    k64 = make_kernel("cgpm", pools).matrix(rows, cols)
+    k32 = make_kernel("cgpm", pools, "float32").matrix(rows, cols)
+    assert k32.dtype == torch.float32
+    torch.testing.assert_close(k32.double(), k64, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("segments", [False, True])
+def test_signed_incidence_sum_both_paths_match_a_loop(segments):
+    rng = np.random.default_rng(11)
+    left = torch.as_tensor(rng.integers(0, 6, 30))
+    right = torch.as_tensor(rng.integers(0, 6, 30))
+    w = torch.as_tensor(rng.normal(size=(30, 2)))
+    expected = torch.zeros(7, 2, dtype=torch.float64)
+    for i in range(30):
+        expected[left[i]] += w[i]
+        expected[right[i]] -= w[i]
+    got = signed_incidence_sum(w, left, right, 7, deterministic_segments=segments)
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-13)
+
+
+def test_bad_inputs_raise(pools):
+    items, ls, _, _ = pools
+    with pytest.raises(ValueError, match="kind"):
+        PairKernel("bt", items, ls)
+    with pytest.raises(ValueError, match="contexts"):
+        PairKernel("cgpm", items, ls)
+    with pytest.raises(ValueError, match="positive"):
+        PairKernel("gpm", items, -ls)
+    kernel = make_kernel("gpm", pools)
+    bad = DuelIndex.from_arrays([0, N_ITEMS], [1, 2])
+    with pytest.raises(IndexError, match="item rows"):
+        kernel.matrix(bad, bad)
+    with pytest.raises(IndexError, match="centre positions"):
+        kernel.operator(random_duels(5, seed=0), [0, 5])
+    no_context = DuelIndex.from_arrays([0, 1], [1, 2])
+    with pytest.raises(ValueError, match="context"):
+        make_kernel("cgpm", pools).matrix(no_context, no_context)
+    with pytest.raises(ValueError, match="equal length"):
+        DuelIndex.from_arrays([0, 1], [1])
