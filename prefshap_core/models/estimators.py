@@ -11,6 +11,7 @@ model file's arrays), so saving, evaluating and explaining all go through it.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,6 +29,9 @@ from prefshap_core.models.hyperparameters import (
     CV_FOLDS,
     CV_MAX_DUELS,
     PENALTY_PATH,
+    SUBSAMPLE_CENTRES,
+    SUBSAMPLE_TRAIN_DUELS,
+    SUBSAMPLE_VALIDATION_DUELS,
     SearchPoint,
     SearchRecord,
     median_lengthscales,
@@ -138,6 +142,22 @@ class PreferenceModel:
             )  # fmt: skip
         else:
             record = SearchRecord(criterion=self._criterion(), selection="holdout")
+            if len(scales) > 1 and len(train) > SUBSAMPLE_TRAIN_DUELS:
+                # Rank the scales on a subsample with fewer centres (cheap), then fit the
+                # full path only at the best one; the penalty is chosen there.
+                rng = np.random.default_rng([self.seed, 2])
+                sub_train = np.sort(rng.choice(train, SUBSAMPLE_TRAIN_DUELS, replace=False))
+                sub_val = np.sort(
+                    rng.choice(validation, min(len(validation), SUBSAMPLE_VALIDATION_DUELS),
+                               replace=False)
+                )  # fmt: skip
+                coarse = self._search(
+                    data, sub_train, sub_val, scales, penalties, base_ls, context_ls, compute,
+                    search.span(0.0, 0.3), n_centres=min(self.n_centres, SUBSAMPLE_CENTRES),
+                )  # fmt: skip
+                record.points.extend(replace(p, stage="subsample") for p, _, _ in coarse)
+                scales = [min(coarse, key=lambda r: self._loss_of(r[0]))[0].lengthscale_scale]
+                search = search.span(0.3, 1.0)
             best: tuple[float, SearchPoint, torch.Tensor] | None = None
             for point, alpha_k, _ in self._search(
                 data, train, validation, scales, penalties, base_ls, context_ls, compute, search
@@ -190,6 +210,7 @@ class PreferenceModel:
         context_ls: np.ndarray | None,
         compute: Compute,
         progress: Progress,
+        n_centres: int | None = None,
     ) -> list[tuple[SearchPoint, torch.Tensor, np.ndarray]]:
         """Fit every scale along the penalty path; score each step on ``validation``.
 
@@ -197,7 +218,8 @@ class PreferenceModel:
         so the points differ only in the hyperparameters.
         """
         rng = np.random.default_rng(self.seed)
-        centres = np.sort(rng.choice(len(train), min(self.n_centres, len(train)), replace=False))
+        n_centres = min(n_centres or self.n_centres, len(train))
+        centres = np.sort(rng.choice(len(train), n_centres, replace=False))
         train_index = self._duel_index(data, train, compute)
         y_train = data.y[train].astype(np.float64)
         y_val = None if validation is None else data.y[validation].astype(np.float64)

@@ -26,6 +26,11 @@ CG_ITERATIONS = (5, 5, 10, 10, 15, 20, 25)
 # cross-validation instead of on the (then tiny) validation split.
 CV_MAX_DUELS = 2000
 CV_FOLDS = 5
+# Beyond this many training duels the lengthscale scale is ranked on a seeded
+# subsample with fewer centres; only the winner is fitted at full size.
+SUBSAMPLE_TRAIN_DUELS = 10000
+SUBSAMPLE_VALIDATION_DUELS = 5000
+SUBSAMPLE_CENTRES = 500
 
 
 def median_lengthscales(x: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -47,6 +52,7 @@ class SearchPoint:
     validation_log_loss: float
     validation_auc: float
     seconds: float
+    stage: str = "full"  # "subsample": a cheap ranking of scales before the full fit
 
 
 @dataclass
@@ -58,5 +64,5 @@ class SearchRecord:
     criterion: str = "validation_log_loss"
     selection: str = "holdout"  # or "<K>-fold cv"
 
-    def as_rows(self) -> list[dict[str, float]]:
+    def as_rows(self) -> list[dict[str, float | str]]:
         return [vars(p).copy() for p in self.points]
