@@ -23,8 +23,13 @@ def _random_function(kind: str, seed: int = 0) -> PreferenceFunction:
     cl, cr = rng.integers(0, n, m), rng.integers(0, n, m)
     extra = {}
     if kind == "cgpm":
-        ctx = FeatureSpace(("surface=clay", "surface=hard"), ("surface",), np.array([0, 0]),
-                           np.zeros(2), np.ones(2))
+        ctx = FeatureSpace(
+            ("surface=clay", "surface=hard"),
+            ("surface",),
+            np.array([0, 0]),
+            np.zeros(2),
+            np.ones(2),
+        )
         contexts = np.array([[1.0, 0.0], [0.0, 1.0]])
         extra = dict(
             context_space=ctx,
@@ -84,7 +89,8 @@ def test_documented_reader_snippet_matches_engine(tmp_path, kind):
     else:
         if kind == "cgpm":
             w = f["context_weights"]
-            a = a * (k(f["centres_context"], f["contexts"], f["context_lengthscales"]) @ w) / w.sum()
+            ku = k(f["centres_context"], f["contexts"], f["context_lengthscales"])
+            a = a * (ku @ w) / w.sum()
         doc = a @ (ll * rr - lr * rl)
     np.testing.assert_allclose(fn.decision(x_l, x_r), doc, rtol=1e-10, atol=1e-12)
 
