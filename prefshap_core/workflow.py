@@ -18,6 +18,7 @@ import pandas as pd
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, Split, split_duels
 from prefshap_core.errors import DataValidationError
+from prefshap_core.explain.cme import EngineStats
 from prefshap_core.explain.explainer import explain_context, explain_items
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.metrics import duel_rankability
@@ -162,6 +163,7 @@ def explain_duels(
     seed: int = 0,
     compute: Compute | None = None,
     progress: Progress | None = None,
+    stats: EngineStats | None = None,
 ) -> Explanation:
     """Explain duels of ``data`` (indices) with ``fn``; ids, labels and winners filled in.
 
@@ -179,6 +181,7 @@ def explain_duels(
         seed=seed,
         compute=compute,
         progress=progress,
+        stats=stats,
     )
     if what == "items":
         expl = explain_items(fn, left_ids, right_ids, **common)
