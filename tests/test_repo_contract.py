@@ -1,0 +1,58 @@
+"""The repository's promises: quickstart commands, CI, pins, Procfile, no copied data."""
+
+import hashlib
+import re
+
+from prefshap_core.paths import data_dir, repo_root
+
+ROOT = repo_root()
+
+
+def _quickstart_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in re.findall(r"```\n(.*?)```", section, re.S)][:2]
+
+
+def test_readme_has_two_one_line_quickstart_commands():
+    launch, tests = _quickstart_commands()
+    for command in (launch, tests):
+        assert "\n" not in command
+        assert "pip install -q -r requirements.txt" in command  # each does its own set-up
+    assert launch.endswith("streamlit run dashboard/app.py")
+    assert tests.endswith("python -m pytest")
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    _, tests = _quickstart_commands()
+    assert ci[-1] == tests
+    assert any("PREFSHAP_DATA_DIR" in line for line in ci)
+    assert any("CI=true" in line for line in ci)
+
+
+def test_requirements_are_all_pinned():
+    lines = [
+        line.strip()
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.]+", line) for line in lines)
+    assert "torch==2.13.0" in lines
+
+
+def test_procfile_serves_the_dashboard():
+    assert (ROOT / "Procfile").read_text().strip() == (
+        "web: streamlit run dashboard/app.py --server.port=$PORT --server.address=0.0.0.0"
+    )
+    assert "maxUploadSize" in (ROOT / ".streamlit" / "config.toml").read_text()
+
+
+def test_no_real_dataset_is_copied_into_the_repository():
+    shared = data_dir()
+    if not shared.is_dir():
+        return
+    digest = lambda p: hashlib.sha1(p.read_bytes()).hexdigest()  # noqa: E731
+    real = {digest(p) for p in shared.rglob("*.csv")}
+    ours = [p for p in ROOT.rglob("*.csv") if ".venv" not in p.parts and ".git" not in p.parts]
+    assert not [p for p in ours if digest(p) in real]
