@@ -58,8 +58,9 @@ def main() -> None:
             for seed in range(args.seeds):
                 data = load_dataset(name, seed=seed)
                 start = time.perf_counter()
-                result = train(data, TrainSettings(kind=kind, seed=seed, dtype=args.dtype,
-                                                   baseline=False))
+                result = train(
+                    data, TrainSettings(kind=kind, seed=seed, dtype=args.dtype, baseline=False)
+                )
                 secs.append(time.perf_counter() - start)
                 aucs.append(result.metrics["test"]["roc_auc"])
                 baccs.append(result.metrics["test"]["balanced_accuracy"])

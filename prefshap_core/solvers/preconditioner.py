@@ -5,14 +5,16 @@
     alpha = T^-1 A^-1 beta
 
 With uniformly drawn centres ``K_nM^T W K_nM / n ~ K_MM W_M K_MM / M``, so in ``beta``
-the normal matrix ``T^-T (K_nM^T W K_nM / n + lambda K_MM) T^-1`` is close to
-``A^T A`` and the preconditioned system ``A^-T (...) A^-1`` is close to the identity.
-``w = 1`` is plain FALKON; LogisticFalkon sets ``w`` to the loss curvature at the
-centres, recomputes ``A`` at every Newton step and scales that weighted term by ``1/n``
-instead of ``1/M``. The 1/n looks like a slip but is not: the subsampled
-``K_MM W K_MM / M`` counts each centre's own (largest) entry ``n/M`` times too often,
-and on GPM duel data the 1/n version needed about half the CG iterations at small
-penalties (e.g. 45 instead of 120 per Newton step at penalty 1e-6, n = 40k, M = 1000).
+the normal matrix ``T^-T (K_nM^T W K_nM / n) T^-1 + lambda I`` (the penalty is on
+``T^T T = K_MM + jitter I``, as in falkon) is close to ``A^T A`` and the preconditioned
+system ``A^-T (...) A^-1`` is close to the identity. ``w = 1`` is plain FALKON;
+LogisticFalkon sets ``w`` to the loss curvature at the centres (our default uses its
+mean: see ``SolverOptions.preconditioner``), recomputes ``A`` at every Newton step and
+scales that weighted term by ``1/n`` instead of ``1/M``. The 1/n looks like a slip but
+is not: the subsampled ``K_MM W K_MM / M`` counts each centre's own (largest) entry
+``n/M`` times too often, and on GPM duel data the 1/n version needed about half the CG
+iterations at small penalties (45 instead of 120 per Newton step at penalty 1e-6,
+n = 40k, M = 1000).
 So ``data_scale`` is a parameter: 1/M by default, 1/n for the logistic fit.
 """
 
