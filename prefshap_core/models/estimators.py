@@ -11,7 +11,6 @@ model file's arrays), so saving, evaluating and explaining all go through it.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,24 +21,18 @@ from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, split_duels
 from prefshap_core.errors import DataValidationError, NotFittedError
 from prefshap_core.explain.cme import DEFAULT_CONTEXT_CME_LAMBDA, choose_cme_lambda
-from prefshap_core.kernels.pair import DuelIndex, PairKernel
-from prefshap_core.metrics import classification_metrics, log_loss, roc_auc
+from prefshap_core.metrics import classification_metrics
 from prefshap_core.models.hyperparameters import (
     CG_ITERATIONS,
-    CV_FOLDS,
     CV_MAX_DUELS,
     PENALTY_PATH,
-    SUBSAMPLE_CENTRES,
-    SUBSAMPLE_TRAIN_DUELS,
-    SUBSAMPLE_VALIDATION_DUELS,
-    SearchPoint,
-    SearchRecord,
     median_lengthscales,
     scale_candidates,
 )
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.models.search import PathFitter, cross_validate, select_on_holdout
 from prefshap_core.progress import Progress, ensure_progress
-from prefshap_core.solvers import SolverOptions, fit_logistic, fit_squared
+from prefshap_core.solvers import SolverOptions
 
 
 class PreferenceModel:
@@ -123,52 +116,32 @@ class PreferenceModel:
             else scale_candidates(data.item_space.n_groups)
         )
         penalties = [float(self.penalty)] if self.penalty is not None else list(self.penalty_path)
+        fitter = PathFitter(
+            kind=self.kind,
+            loss=self.loss,
+            data=data,
+            base_lengthscales=base_ls,
+            context_lengthscales=context_ls,
+            compute=compute,
+            solver=self.solver or SolverOptions(),
+            seed=self.seed,
+            n_centres=self.n_centres,
+            iterations=dict(zip(self.penalty_path, self.cg_iterations, strict=True)),
+        )
         use_cv = self.selection == "cv" or (
             self.selection == "auto"
             and len(train) + len(validation) <= CV_MAX_DUELS
             and (len(scales) > 1 or len(penalties) > 1)
         )
-        fit_on = np.concatenate([train, validation]) if use_cv else train
-        search = progress.span(0.0, 0.8 if use_cv else 0.97)
         if use_cv:
-            record = self._cross_validate(data, fit_on, scales, penalties, base_ls, context_ls,
-                                          compute, search)  # fmt: skip
-            chosen = record.chosen
-            assert chosen is not None
-            upto = penalties[: penalties.index(chosen.penalty) + 1]
-            (_, alpha, _), *_ = reversed(
-                self._search(data, fit_on, None, [chosen.lengthscale_scale], upto, base_ls,
-                             context_ls, compute, progress.span(0.8, 0.97))
-            )  # fmt: skip
+            train = np.concatenate([train, validation])
+            record, alpha = cross_validate(fitter, train, scales, penalties, progress.span(0, 0.97))
         else:
-            record = SearchRecord(criterion=self._criterion(), selection="holdout")
-            if len(scales) > 1 and len(train) > SUBSAMPLE_TRAIN_DUELS:
-                # Rank the scales on a subsample with fewer centres (cheap), then fit the
-                # full path only at the best one; the penalty is chosen there.
-                rng = np.random.default_rng([self.seed, 2])
-                sub_train = np.sort(rng.choice(train, SUBSAMPLE_TRAIN_DUELS, replace=False))
-                sub_val = np.sort(
-                    rng.choice(validation, min(len(validation), SUBSAMPLE_VALIDATION_DUELS),
-                               replace=False)
-                )  # fmt: skip
-                coarse = self._search(
-                    data, sub_train, sub_val, scales, penalties, base_ls, context_ls, compute,
-                    search.span(0.0, 0.3), n_centres=min(self.n_centres, SUBSAMPLE_CENTRES),
-                )  # fmt: skip
-                record.points.extend(replace(p, stage="subsample") for p, _, _ in coarse)
-                scales = [min(coarse, key=lambda r: self._loss_of(r[0]))[0].lengthscale_scale]
-                search = search.span(0.3, 1.0)
-            best: tuple[float, SearchPoint, torch.Tensor] | None = None
-            for point, alpha_k, _ in self._search(
-                data, train, validation, scales, penalties, base_ls, context_ls, compute, search
-            ):
-                record.points.append(point)
-                if best is None or self._loss_of(point) < best[0]:
-                    best = (self._loss_of(point), point, alpha_k)
-            assert best is not None
-            _, chosen, alpha = best
-            record.chosen = chosen
-        train = fit_on
+            record, alpha = select_on_holdout(
+                fitter, train, validation, scales, penalties, progress.span(0, 0.97)
+            )
+        chosen = record.chosen
+        assert chosen is not None
         rng = np.random.default_rng(self.seed)
         centres = np.sort(rng.choice(len(train), min(self.n_centres, len(train)), replace=False))
 
@@ -192,126 +165,6 @@ class PreferenceModel:
         self.function_.metadata.update(self._metadata(data))
         progress.update("Done", 1.0)
         return self
-
-    def _criterion(self) -> str:
-        return "validation_log_loss" if self.loss == "logistic" else "validation_auc"
-
-    def _loss_of(self, point: SearchPoint) -> float:
-        return point.validation_log_loss if self.loss == "logistic" else -point.validation_auc
-
-    def _search(
-        self,
-        data: DuelData,
-        train: np.ndarray,
-        validation: np.ndarray | None,
-        scales: list[float],
-        penalties: list[float],
-        base_ls: np.ndarray,
-        context_ls: np.ndarray | None,
-        compute: Compute,
-        progress: Progress,
-        n_centres: int | None = None,
-    ) -> list[tuple[SearchPoint, torch.Tensor, np.ndarray]]:
-        """Fit every scale along the penalty path; score each step on ``validation``.
-
-        The Nyström centres are a seeded sample of ``train`` (the same for every scale),
-        so the points differ only in the hyperparameters.
-        """
-        rng = np.random.default_rng(self.seed)
-        n_centres = min(n_centres or self.n_centres, len(train))
-        centres = np.sort(rng.choice(len(train), n_centres, replace=False))
-        train_index = self._duel_index(data, train, compute)
-        y_train = data.y[train].astype(np.float64)
-        y_val = None if validation is None else data.y[validation].astype(np.float64)
-        options = self.solver or SolverOptions()
-        path_iterations = dict(zip(self.penalty_path, self.cg_iterations, strict=True))
-        iterations = [path_iterations.get(p, max(self.cg_iterations)) for p in penalties]
-        results: list[tuple[SearchPoint, torch.Tensor, np.ndarray]] = []
-        for k, scale in enumerate(scales):
-            part = progress.span(k / len(scales), (k + 1) / len(scales))
-            kernel = PairKernel(
-                self.kind, data.items, base_ls * scale,
-                data.contexts if self.kind == "cgpm" else None, context_ls, compute,
-            )  # fmt: skip
-            op = kernel.operator(train_index, centres, **options.operator_kwargs())
-            k_val = None
-            if validation is not None:
-                val_index = self._duel_index(data, validation, compute)
-                k_val = kernel.matrix(val_index, train_index.subset(torch.as_tensor(centres)))
-            tick = time.perf_counter()
-
-            def score(
-                penalty: float, alpha: torch.Tensor, scale: float = scale, k_val=k_val
-            ) -> None:
-                nonlocal tick
-                g_val = np.zeros(0)
-                ll = auc = float("nan")
-                if k_val is not None and y_val is not None:
-                    g_val = (k_val @ alpha).cpu().numpy().astype(np.float64)
-                    ll, auc = log_loss(y_val, g_val), roc_auc(y_val, g_val)
-                now = time.perf_counter()
-                point = SearchPoint(scale, penalty, ll, auc, now - tick)
-                tick = now
-                results.append((point, alpha.detach().clone(), g_val))
-
-            if self.loss == "logistic":
-                fit_logistic(
-                    op, y_train, penalties, options, part,
-                    callback=lambda step, penalty, alpha: score(penalty, alpha),
-                    cg_iterations=iterations,
-                )  # fmt: skip
-            else:
-                warm = None
-                for j, penalty in enumerate(penalties):
-                    result = fit_squared(
-                        op, y_train, penalty, options,
-                        part.span(j / len(penalties), (j + 1) / len(penalties)),
-                        warm_start=warm,
-                    )  # fmt: skip
-                    warm = result.alpha
-                    score(penalty, result.alpha)
-        return results
-
-    def _cross_validate(
-        self,
-        data: DuelData,
-        duels: np.ndarray,
-        scales: list[float],
-        penalties: list[float],
-        base_ls: np.ndarray,
-        context_ls: np.ndarray | None,
-        compute: Compute,
-        progress: Progress,
-    ) -> SearchRecord:
-        """K-fold choice of (scale, penalty) on small data, scored on pooled out-of-fold g.
-
-        With a few hundred duels a 10% validation split holds a handful of duels, and
-        choosing on it is mostly noise; every duel is scored once out of fold instead.
-        """
-        order = np.random.default_rng([self.seed, 1]).permutation(len(duels))
-        folds = [duels[np.sort(f)] for f in np.array_split(order, min(CV_FOLDS, len(duels)))]
-        pooled: dict[tuple[float, float], list[np.ndarray]] = {}
-        seconds: dict[tuple[float, float], float] = {}
-        for k, fold in enumerate(folds):
-            rest = np.setdiff1d(duels, fold)
-            part = progress.span(k / len(folds), (k + 1) / len(folds))
-            for point, _, g_val in self._search(
-                data, rest, fold, scales, penalties, base_ls, context_ls, compute, part
-            ):
-                key = (point.lengthscale_scale, point.penalty)
-                pooled.setdefault(key, []).append(g_val)
-                seconds[key] = seconds.get(key, 0.0) + point.seconds
-        y = data.y[np.concatenate(folds)].astype(np.float64)
-        record = SearchRecord(criterion=self._criterion(), selection=f"{len(folds)}-fold cv")
-        for (scale, penalty), parts in pooled.items():
-            g = np.concatenate(parts)
-            record.points.append(
-                SearchPoint(
-                    scale, penalty, log_loss(y, g), roc_auc(y, g), seconds[(scale, penalty)]
-                )
-            )
-        record.chosen = min(record.points, key=self._loss_of)
-        return record
 
     # -- prediction ----------------------------------------------------------------
     def decision_function(self, data: DuelData, duels: np.ndarray | None = None) -> np.ndarray:
@@ -378,12 +231,6 @@ class PreferenceModel:
         # Heuristic on the duels' contexts (weighted by use), scaled like the items'.
         used = data.contexts[data.context_index]
         return median_lengthscales(used, seed=self.seed) * np.sqrt(data.context_space.n_groups)
-
-    def _duel_index(self, data: DuelData, duels: np.ndarray, compute: Compute) -> DuelIndex:
-        ctx = data.context_index[duels] if self.kind == "cgpm" else None
-        return DuelIndex.from_arrays(
-            data.left[duels], data.right[duels], ctx, device=compute.torch_device
-        )
 
     def _function(
         self, data: DuelData, centre_duels: np.ndarray, alpha: torch.Tensor, train: np.ndarray
