@@ -40,6 +40,7 @@ class TrainSettings:
     cme_lambda: float | None = None
     dtype: str = "float64"
     device: str = "cpu"
+    backend: str = "torch"  # "falkon": the optional falkon package, if installed
     baseline: bool = True  # also fit a UPM on the same split, for comparison
 
     def model(self, kind: str | None = None) -> PreferenceModel:
@@ -51,6 +52,7 @@ class TrainSettings:
             loss=self.loss,
             cme_lambda=self.cme_lambda,
             seed=self.seed,
+            backend=self.backend,
             compute=Compute(device=self.device, dtype=self.dtype),
         )
 

@@ -141,3 +141,18 @@ def test_train_workflow_reports_metrics_baseline_and_rankability(clusters):
     report = result.to_json()
     assert report["model"] == "gpm" and report["n_test"] == len(result.split.test)
     assert report["seconds"]["total"] >= report["seconds"]["fit"]
+
+
+def test_falkon_backend_is_optional_and_says_so(clusters):
+    data, split = clusters
+    try:
+        import falkon  # noqa: F401
+    except ImportError:
+        from prefshap_core.solvers.falkon_backend import BackendUnavailableError
+
+        with pytest.raises(BackendUnavailableError, match="not on PyPI"):
+            GPM(backend="falkon", n_centres=50, penalty=1e-5, lengthscale_scale=2.0).fit(
+                data, split.train, split.validation
+            )
+    with pytest.raises(ValueError, match="backend must be"):
+        GPM(backend="sklearn").fit(data, split.train, split.validation)

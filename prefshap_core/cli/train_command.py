@@ -35,6 +35,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cme-lambda", type=float, help="regulariser of the explanations' CMEs")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument(
+        "--backend",
+        choices=("torch", "falkon"),
+        default="torch",
+        help="solver: our torch FALKON (default) or the falkon package",
+    )
     parser.add_argument("--baseline", action="store_true", help="also fit a UPM and report it")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
@@ -54,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         cme_lambda=args.cme_lambda,
         dtype=args.dtype,
         device=args.device,
+        backend=args.backend,
         baseline=args.baseline,
     )
     result = train(data, settings, stderr_progress(args.quiet))

@@ -54,6 +54,7 @@ class PreferenceModel:
         cme_lambda: float | None = None,
         context_cme_lambda: float | None = None,
         selection: str = "auto",
+        backend: str = "torch",
         seed: int = 0,
         compute: Compute | None = None,
         solver: SolverOptions | None = None,
@@ -69,6 +70,7 @@ class PreferenceModel:
         self.cme_lambda = cme_lambda
         self.context_cme_lambda = context_cme_lambda
         self.selection = selection
+        self.backend = backend
         self.seed = seed
         self.compute = compute
         self.solver = solver
@@ -79,7 +81,8 @@ class PreferenceModel:
             for name in (
                 "n_centres", "loss", "lengthscales", "lengthscale_scale",
                 "context_lengthscales", "penalty", "penalty_path", "cg_iterations",
-                "cme_lambda", "context_cme_lambda", "selection", "seed", "compute", "solver",
+                "cme_lambda", "context_cme_lambda", "selection", "backend", "seed",
+                "compute", "solver",
             )
         }  # fmt: skip
 
@@ -127,6 +130,7 @@ class PreferenceModel:
             seed=self.seed,
             n_centres=self.n_centres,
             iterations=dict(zip(self.penalty_path, self.cg_iterations, strict=True)),
+            backend=self.backend,
         )
         use_cv = self.selection == "cv" or (
             self.selection == "auto"
@@ -196,6 +200,8 @@ class PreferenceModel:
         return self.function_
 
     def _check_params(self, data: DuelData) -> None:
+        if self.backend not in ("torch", "falkon"):
+            raise ValueError(f"backend must be 'torch' or 'falkon', got {self.backend!r}")
         if self.selection not in ("auto", "holdout", "cv"):
             raise ValueError(f"selection must be auto, holdout or cv, got {self.selection!r}")
         if self.loss not in ("logistic", "squared"):

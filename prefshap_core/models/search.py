@@ -56,6 +56,7 @@ class PathFitter:
     seed: int
     n_centres: int
     iterations: dict[float, int]  # CG iterations of the Newton step at each penalty
+    backend: str = "torch"  # or "falkon" (the optional package; no per-step scores)
 
     @property
     def criterion(self) -> str:
@@ -124,7 +125,20 @@ class PathFitter:
                 tick = now
                 results.append(PathResult(point, alpha.detach().clone(), g_val))
 
-            if self.loss == "logistic":
+            if self.backend == "falkon":
+                # falkon reports no Newton steps: only the path's end is scored.
+                from prefshap_core.solvers import falkon_backend
+
+                if self.loss == "logistic":
+                    result = falkon_backend.fit_logistic(
+                        op, y_train, penalties, self.solver, part, cg_iterations=iterations
+                    )
+                    score(penalties[-1], result.alpha)
+                else:
+                    for penalty in penalties:
+                        result = falkon_backend.fit_squared(op, y_train, penalty, self.solver)
+                        score(penalty, result.alpha)
+            elif self.loss == "logistic":
                 fit_logistic(
                     op, y_train, penalties, self.solver, part,
                     callback=lambda step, penalty, alpha: score(penalty, alpha),
