@@ -1,0 +1,1 @@
+"""Pref-SHAP Studio dashboard (Streamlit): a thin client of ``prefshap_core``."""

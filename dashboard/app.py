@@ -1,0 +1,100 @@
+"""Pref-SHAP Studio: the Streamlit entry point (``streamlit run dashboard/app.py``).
+
+It sets up the session, prepares the first-screen demo, and hands over to the page
+the user picked. The pages (dashboard/views/*.py) are thin: they call ``services``
+(cached engine calls) and ``components`` (widgets shared between pages).
+
+Why ``views/`` and not ``pages/``: Streamlit treats a ``pages/`` folder next to the
+entry point as a legacy (v1) multipage app until ``st.navigation`` has run once in
+the process, so on a fresh server a first request for ``/data`` would run the page
+file alone, without this script (no session set-up, no import path).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# Before torch loads OpenMP: threads that spin while waiting make every small torch
+# op many times slower when the cores are shared (training and explaining run in
+# background threads next to the server, often two at once). Measured on a busy
+# 2-core host: the demo's training took 10-40 s with spinning, 1.5-2 s without.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the repository
+# root; the root is needed to import `dashboard.*` and an uninstalled `prefshap_core`.
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+import streamlit as st  # noqa: E402
+
+from dashboard import services, state  # noqa: E402
+from dashboard.components.guard import run_guarded  # noqa: E402
+from dashboard.components.progress import job_panel  # noqa: E402
+from prefshap_core.progress import Progress  # noqa: E402
+
+PAGES = {
+    "data": ("views/data.py", "Data", ":material/table_view:"),
+    "train": ("views/train.py", "Train", ":material/model_training:"),
+    "explain": ("views/explain.py", "Explain", ":material/insights:"),
+    "players": ("views/players.py", "Players", ":material/person_search:"),
+    "duel": ("views/duel.py", "Duel", ":material/sports_mma:"),
+}
+FIRST_PAGE = "explain"  # the demo's explanation: useful at once
+
+
+def _prepare_demo() -> None:
+    if state.demo_ready():
+        return
+    bar = st.progress(0.0, text="Preparing the demo (first visit only)…")
+
+    def show(update) -> None:  # called in this thread, between engine steps
+        bar.progress(update.fraction, text=f"Preparing the demo: {update.stage}")
+
+    services.ensure_demo(Progress(callback=show))
+    bar.empty()
+
+
+def _sidebar(current: str) -> None:
+    loaded = state.active()
+    with st.sidebar:
+        if loaded is not None:
+            st.caption("Dataset")
+            st.markdown(
+                f"**{loaded.title}**  \n{loaded.data.n_items:,} items · "
+                f"{loaded.data.n_duels:,} duels"
+            )
+            model = state.model_for(loaded)
+            if model is not None:
+                auc = model.result.metrics["test"]["roc_auc"]
+                st.caption(f"Model: {services.model_title(model.kind)} · test ROC AUC {auc:.3f}")
+            else:
+                st.caption("No model trained on it yet.")
+        # Work started on another page keeps running; show it wherever the user is.
+        for job in state.running_jobs():
+            if job.page != current:
+                job_panel(job, compact=True)
+
+
+def main() -> None:
+    st.set_page_config(
+        page_title="Pref-SHAP Studio",
+        page_icon=":material/compare_arrows:",
+        layout="wide",
+    )
+    state.init()
+    services.collect_finished_jobs()
+    pages = {
+        name: st.Page(path, title=title, icon=icon, url_path=name, default=name == FIRST_PAGE)
+        for name, (path, title, icon) in PAGES.items()
+    }
+    page = st.navigation(list(pages.values()))
+    run_guarded(_prepare_demo)
+    current = next((name for name, (_, title, _) in PAGES.items() if title == page.title), "")
+    run_guarded(lambda: _sidebar(current))
+    page.run()
+
+
+main()

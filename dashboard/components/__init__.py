@@ -1,0 +1,1 @@
+"""Reusable dashboard pieces: page guard, progress panel, export buttons, tables."""

@@ -1,0 +1,113 @@
+"""Showing explanations: fetch-or-compute with progress, then beehive + bar with exports.
+
+Shared by the Explain, Players and Duel pages so that every figure looks, caches
+and exports the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from dashboard import services, state
+from dashboard.components.export import figure_exports, file_stem
+from dashboard.components.progress import job_outcome, job_panel
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.plots import bar, beehive
+
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+BAR_KINDS = {"mean_abs": "mean |value| (importance)", "mean": "mean value (direction)"}
+
+
+def require_model() -> tuple[state.LoadedData, state.TrainedModel] | None:
+    """The active dataset and its model, or a pointer to the page that provides them."""
+    loaded = state.active()
+    if loaded is None:
+        st.info("Choose or upload a dataset first.")
+        st.page_link("views/data.py", label="Go to Data", icon=":material/table_view:")
+        return None
+    model = state.model_for(loaded)
+    if model is None:
+        st.info(f"No model on **{loaded.title}** yet: train one first.")
+        st.page_link("views/train.py", label="Go to Train", icon=":material/model_training:")
+        return None
+    return loaded, model
+
+
+def fetch(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    req: services.ExplainRequest,
+    *,
+    page: str,
+) -> Explanation | None:
+    """The explanation if ready; else draws its progress (or why it stopped) and returns None."""
+    what = "item features" if req.what == "items" else "context features"
+    count = "one duel" if len(req.duels) == 1 else f"{len(req.duels):,} duels"
+    label = f"Explaining the {what} of {count}"
+    expl, job = services.explanation_or_job(loaded, model, req, label=label, page=page)
+    if expl is not None:
+        return expl
+    assert job is not None
+    if not job.finished:
+        job_panel(job)
+        return None
+    job_outcome(job, what="Explaining")
+    if st.button("Explain again", key=f"retry:{job.key}", icon=":material/refresh:"):
+        services.forget_job(job.key)
+        st.rerun()
+    return None
+
+
+def sample_note(req: services.ExplainRequest, cap_hint: bool = True) -> None:
+    if req.sampled:
+        st.caption(
+            f"Explaining a random sample of {len(req.duels):,} of these {req.n_available:,} "
+            "duels (seeded, so the same sample every time)"
+            + (": raise “Explain at most” to include more (takes longer)." if cap_hint else ".")
+        )
+
+
+def figures(
+    expl: Explanation,
+    *,
+    title: str,
+    stem: str,
+    key: str,
+    bar_kind: str = "mean_abs",
+    on_point: Callable[[int], None] | None = None,
+) -> None:
+    """Beehive and bar of one explanation (already oriented), each with its exports.
+
+    ``on_point``: called with the explanation row of a clicked beehive point.
+    """
+    left, right = st.columns([3, 2])
+    with left:
+        fig = beehive(expl, title=f"{title}: Pref-SHAP values")
+        event = st.plotly_chart(
+            fig,
+            width="stretch",
+            config=PLOT_CONFIG,
+            key=f"beehive:{key}",
+            on_select="rerun" if on_point is not None else "ignore",
+            selection_mode="points",
+        )
+        figure_exports(fig, file_stem("beehive", stem), expl=expl, key=f"beehive:{key}")
+        if on_point is not None and event is not None:
+            points = event.selection.get("points", []) if event.selection else []
+            rows = [p.get("customdata", [None])[0] for p in points if p.get("customdata")]
+            if rows and rows[0] is not None:
+                on_point(int(rows[0]))
+    with right:
+        kind = st.radio(
+            "Bars show",
+            list(BAR_KINDS),
+            index=list(BAR_KINDS).index(bar_kind),
+            format_func=BAR_KINDS.get,
+            horizontal=True,
+            key=f"barkind:{key}",
+        )
+        fig_bar = bar(expl, kind=kind, title=title)
+        st.plotly_chart(fig_bar, width="stretch", config=PLOT_CONFIG, key=f"bar:{key}")
+        figure_exports(fig_bar, file_stem("bar", stem), expl=expl, key=f"bar:{key}")

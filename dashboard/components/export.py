@@ -1,0 +1,114 @@
+"""Export buttons under every figure: PNG, SVG, interactive HTML, and the values as CSV.
+
+Files are produced only when a button is clicked (``st.download_button`` with a
+callable), so drawing a page costs nothing and static export's browser starts on
+the first PNG/SVG click, not at page load. PNG/SVG need kaleido and a Chromium; when
+the engine says static export is unavailable here, the page says why and offers the
+interactive HTML (which also saves as an image from any browser).
+"""
+
+from __future__ import annotations
+
+import re
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.models.model_file import model_to_bytes
+from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.plots import (
+    explanation_to_csv,
+    figure_to_html,
+    figure_to_png,
+    figure_to_svg,
+    static_export_available,
+)
+
+
+def file_stem(*parts: str) -> str:
+    """A safe file name from readable parts, e.g. 'beehive_novak-djokovic_losses'."""
+    text = "_".join(p for p in parts if p)
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_").lower() or "figure"
+
+
+def figure_exports(fig: go.Figure, stem: str, *, expl: Explanation | None = None, key: str) -> None:
+    """A row of download buttons for one figure (and the Shapley values behind it)."""
+    available, why = static_export_available()
+    row = st.container(horizontal=True, gap="small")
+    common = {"on_click": "ignore", "width": "content"}
+    if available:
+        row.download_button(
+            "PNG",
+            data=lambda: figure_to_png(fig),
+            file_name=f"{stem}.png",
+            mime="image/png",
+            key=f"png:{key}",
+            icon=":material/image:",
+            **common,
+        )
+        row.download_button(
+            "SVG",
+            data=lambda: figure_to_svg(fig),
+            file_name=f"{stem}.svg",
+            mime="image/svg+xml",
+            key=f"svg:{key}",
+            icon=":material/shape_line:",
+            **common,
+        )
+    else:
+        row.button("PNG", disabled=True, key=f"png:{key}", help=why)
+        row.button("SVG", disabled=True, key=f"svg:{key}", help=why)
+    row.download_button(
+        "HTML",
+        data=lambda: figure_to_html(fig, include_plotlyjs=True).encode("utf-8"),
+        file_name=f"{stem}.html",
+        mime="text/html",
+        key=f"html:{key}",
+        icon=":material/code:",
+        help="Interactive figure; works offline (plotly.js is embedded).",
+        **common,
+    )
+    if expl is not None:
+        row.download_button(
+            "CSV",
+            data=lambda: explanation_to_csv(expl),
+            file_name=f"{stem}_values.csv",
+            mime="text/csv",
+            key=f"csv:{key}",
+            icon=":material/table:",
+            help="The Pref-SHAP values behind this figure: one row per duel, one "
+            "column per feature, as oriented here.",
+            **common,
+        )
+    if not available:
+        st.caption(
+            f"PNG/SVG export is unavailable on this server ({why}). Download the "
+            "interactive HTML instead: it opens in any browser, which can save it as an image."
+        )
+
+
+def model_download(fn: PreferenceFunction, stem: str, *, key: str) -> None:
+    """The trained model file (.npz, docs/model-format.md)."""
+    st.download_button(
+        "Model file (.npz)",
+        data=lambda: model_to_bytes(fn),
+        file_name=f"{stem}.npz",
+        mime="application/octet-stream",
+        key=f"model:{key}",
+        on_click="ignore",
+        icon=":material/download:",
+        help="Pickle-free model file (docs/model-format.md); `prefshap explain --model` reads it.",
+    )
+
+
+def table_download(data: bytes, file_name: str, *, label: str = "CSV", key: str) -> None:
+    st.download_button(
+        label,
+        data=data,
+        file_name=file_name,
+        mime="text/csv",
+        key=f"table:{key}",
+        on_click="ignore",
+        icon=":material/table:",
+    )

@@ -1,0 +1,303 @@
+"""The dashboard's calls into the engine, with caching decided once, here.
+
+- Parsed data: ``st.cache_data`` (see :mod:`dashboard.sources`).
+- Models and explanations: the disk cache (``prefshap_core.cache``, keyed by data and
+  settings fingerprints) so a reload, a second visitor or a restarted server reuses
+  them, plus a small in-process store of explanations (``st.cache_resource``) so
+  switching between views does not even read the disk.
+- Long work runs as a background :class:`~dashboard.jobs.Job`; its worker writes the
+  caches itself, so a result is kept even if the user leaves the page meanwhile.
+
+No maths here: everything numerical is a ``prefshap_core`` call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from dashboard import sources, state
+from dashboard.jobs import Job
+from prefshap_core import workflow
+from prefshap_core.cache import DiskCache, cache_dir, explanation_key
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.progress import Progress
+
+# The first screen's model: small enough to train and explain in seconds on two cores.
+DEMO_SETTINGS = workflow.TrainSettings(kind="gpm", seed=0, n_centres=300)
+DEMO_SETTINGS_FP = workflow.settings_fingerprint(DEMO_SETTINGS)
+# Explanations of large subsets are capped (sampled, seeded) unless the user raises it.
+DEFAULT_EXPLAIN_CAP = 1000
+MODEL_TITLES = {"gpm": "GPM", "cgpm": "C-GPM", "upm": "UPM"}
+
+
+# -- caches ------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _disk_cache(root: str) -> DiskCache:
+    return DiskCache(Path(root))
+
+
+def disk_cache() -> DiskCache:
+    """The disk cache at ``$PREFSHAP_CACHE_DIR`` (read at every call: tests change it)."""
+    return _disk_cache(str(cache_dir()))
+
+
+Owner = tuple[str, str, str]  # (data fingerprint, settings fingerprint, "items"/"context")
+
+
+class ExplanationStore:
+    """A small thread-safe LRU of explanations shared by all sessions of this process.
+
+    Each entry remembers its owner (which model explained what), so one duel can be
+    cut out of any explanation of the same model that already covers it.
+    """
+
+    def __init__(self, capacity: int = 48) -> None:
+        self._items: OrderedDict[str, tuple[Owner, Explanation]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._capacity = capacity
+
+    def get(self, key: str) -> Explanation | None:
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is None:
+                return None
+            self._items.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: str, owner: Owner, expl: Explanation) -> None:
+        with self._lock:
+            self._items[key] = (owner, expl)
+            self._items.move_to_end(key)
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+
+    def find_duel(self, owner: Owner, duel_id: str) -> Explanation | None:
+        """The one-duel explanation of ``duel_id`` taken from a covering entry, if any."""
+        with self._lock:
+            entries = [expl for who, expl in reversed(self._items.values()) if who == owner]
+        for expl in entries:
+            rows = np.flatnonzero(expl.duel_ids == duel_id)
+            if len(rows):
+                return expl.subset(rows[:1])
+        return None
+
+
+@st.cache_resource(show_spinner=False)
+def explanation_store() -> ExplanationStore:
+    return ExplanationStore()
+
+
+# -- training ------------------------------------------------------------------------------
+def training_job_key(loaded: state.LoadedData) -> str:
+    return f"train:{loaded.fingerprint}"
+
+
+def cached_model(
+    loaded: state.LoadedData, settings: workflow.TrainSettings
+) -> state.TrainedModel | None:
+    """A model with exactly these settings from the disk cache, or None."""
+    settings_fp = workflow.settings_fingerprint(settings)
+    result = disk_cache().load_training(loaded.fingerprint, settings_fp)
+    if result is None:
+        return None
+    return state.TrainedModel(result, loaded.fingerprint, settings_fp, from_cache=True)
+
+
+def train_now(
+    loaded: state.LoadedData, settings: workflow.TrainSettings, progress: Progress | None = None
+) -> state.TrainedModel:
+    """Train in the calling thread (or load from the disk cache), and cache the result."""
+    found = cached_model(loaded, settings)
+    if found is not None:
+        return found
+    settings_fp = workflow.settings_fingerprint(settings)
+    result = workflow.train(loaded.data, settings, progress)
+    disk_cache().save_training(loaded.fingerprint, settings_fp, result)
+    return state.TrainedModel(result, loaded.fingerprint, settings_fp)
+
+
+def model_title(kind: str) -> str:
+    return MODEL_TITLES.get(kind, kind)
+
+
+def start_training(
+    loaded: state.LoadedData, settings: workflow.TrainSettings, *, page: str = "train"
+) -> Job:
+    """Train in the background (one training per dataset at a time)."""
+    title = model_title(settings.kind)
+    job = Job(
+        training_job_key(loaded),
+        f"Training {title} on {loaded.title}",
+        lambda progress: train_now(loaded, settings, progress),
+        page=page,
+    )
+    return state.add_job(job.start())
+
+
+def collect_finished_jobs() -> None:
+    """Publish finished trainings into the session (the worker cannot: it has no session)."""
+    for job in list(state.jobs().values()):
+        if job.finished and not job.collected and job.key.startswith("train:"):
+            if job.state == "done":
+                state.set_model(job.result)
+            job.collected = True
+
+
+# -- explanations ----------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ExplainRequest:
+    """Which duels to explain, after capping: what a page asks the engine for."""
+
+    what: str  # "items" | "context"
+    duels: np.ndarray  # duel indices of the dataset (sorted)
+    n_available: int  # how many the subset had before capping
+    key: str
+
+    @property
+    def sampled(self) -> bool:
+        return len(self.duels) < self.n_available
+
+
+def request(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    duels: np.ndarray,
+    what: str = "items",
+    *,
+    cap: int | None = DEFAULT_EXPLAIN_CAP,
+    seed: int = 0,
+) -> ExplainRequest:
+    """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation."""
+    duels = np.unique(np.asarray(duels, dtype=np.int64))
+    n_available = len(duels)
+    if cap is not None and n_available > cap:
+        rng = np.random.default_rng(seed)
+        duels = np.sort(rng.choice(duels, size=cap, replace=False))
+    key = explanation_key(loaded.fingerprint, model.settings_fp, what, duels, seed=seed)
+    return ExplainRequest(what, duels, n_available, key)
+
+
+def _owner(loaded: state.LoadedData, model: state.TrainedModel, what: str) -> Owner:
+    return (loaded.fingerprint, model.settings_fp, what)
+
+
+def cached_explanation(
+    loaded: state.LoadedData, model: state.TrainedModel, req: ExplainRequest
+) -> Explanation | None:
+    store = explanation_store()
+    expl = store.get(req.key)
+    if expl is None:
+        expl = disk_cache().load_explanation(req.key)
+        if expl is not None:
+            store.put(req.key, _owner(loaded, model, req.what), expl)
+    return expl
+
+
+def duel_from_earlier(
+    loaded: state.LoadedData, model: state.TrainedModel, duel: int, what: str
+) -> Explanation | None:
+    """One duel's explanation cut from an explanation already made (e.g. a player's
+    losses), so opening a duel from the Players page costs nothing."""
+    owner = _owner(loaded, model, what)
+    return explanation_store().find_duel(owner, str(loaded.data.duel_ids[duel]))
+
+
+def explain_now(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    req: ExplainRequest,
+    progress: Progress | None = None,
+) -> Explanation:
+    """Explain in the calling thread (or fetch from the caches), and cache the result."""
+    found = cached_explanation(loaded, model, req)
+    if found is not None:
+        return found
+    expl = workflow.explain_duels(
+        model.result.function, loaded.data, req.duels, what=req.what, progress=progress
+    )
+    expl = replace(expl, meta={**expl.meta, "dataset": loaded.title})
+    disk_cache().save_explanation(req.key, expl)
+    explanation_store().put(req.key, _owner(loaded, model, req.what), expl)
+    return expl
+
+
+def explanation_or_job(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    req: ExplainRequest,
+    *,
+    label: str,
+    page: str,
+) -> tuple[Explanation | None, Job | None]:
+    """The explanation when cached; otherwise the job computing it (started if new).
+
+    A cancelled or failed job is returned as it is (not restarted): the page says so
+    and offers to run it again (:func:`forget_job`).
+    """
+    expl = cached_explanation(loaded, model, req)
+    if expl is not None:
+        return expl, None
+    key = explain_job_key(req)
+    job = state.job(key)
+    if job is not None and job.state == "done":
+        return job.result, None
+    if job is None:
+        job = state.add_job(
+            Job(key, label, lambda progress: explain_now(loaded, model, req, progress), page=page)
+        ).start()
+    return None, job
+
+
+def explain_job_key(req: ExplainRequest) -> str:
+    return f"explain:{req.key}"
+
+
+def forget_job(key: str) -> None:
+    """Drop a finished job, so the same work can be asked for again."""
+    state.drop_job(key)
+
+
+# -- the first screen -----------------------------------------------------------------------
+# The demo per cache folder, built once per process. Not st.cache_resource: the build
+# draws a progress bar, and Streamlit refuses to replay elements drawn into a block
+# created outside a cached function. A lock makes sessions that arrive during the
+# build wait for it instead of training the same model again.
+_DEMO_LOCK = threading.Lock()
+_DEMOS: dict[str, tuple[state.LoadedData, state.TrainedModel]] = {}
+
+
+def _demo(root: str, progress: Progress | None) -> tuple[state.LoadedData, state.TrainedModel]:
+    with _DEMO_LOCK:
+        if root not in _DEMOS:
+            loaded = sources.load_builtin(sources.builtin_choices()[0])
+            train_part = progress.span(0.0, 0.5) if progress is not None else None
+            model = train_now(loaded, DEMO_SETTINGS, train_part)
+            explain_part = progress.span(0.5, 1.0) if progress is not None else None
+            req = request(loaded, model, model.result.split.test)
+            explain_now(loaded, model, req, explain_part)
+            _DEMOS[root] = (loaded, model)
+        return _DEMOS[root]
+
+
+def ensure_demo(progress: Progress | None = None) -> None:
+    """Once per session: the demo data, a small model and its explanation, ready to view.
+
+    The first launch trains and explains in a few seconds; afterwards everything
+    comes from the process (a reload, a second visitor) or the disk cache (a
+    restarted server). The explanation is exactly the Explain page's default
+    request (all test duels, default cap), so that page opens on it.
+    """
+    if state.demo_ready():
+        return
+    state.mark_demo_ready()  # even if it fails below: never retry on every rerun
+    if state.active() is not None:
+        return
+    loaded, model = _demo(str(cache_dir()), progress)
+    state.add_dataset(loaded)
+    state.set_model(model)

@@ -1,0 +1,184 @@
+"""Everything a session remembers, in one place: ``st.session_state`` behind accessors.
+
+What lives here survives reruns and page switches: the datasets loaded or uploaded
+in this session (with the uploaded bytes, because a file uploader forgets its file
+when its page is left), the latest trained model per dataset, background jobs, and
+the user's selections (player, duel, subset). Pages never touch ``st.session_state``
+keys directly, so the schema is documented once, here.
+
+Widget values: Streamlit drops a widget's state when a run does not draw it (any
+page switch) unless the widget is created with ``persist_state="session"``; every
+widget whose value matters beyond its page uses that (see :data:`PERSIST`), with a
+key that includes the dataset fingerprint where the value belongs to one dataset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from dashboard.jobs import Job
+from prefshap_core.data import DuelData
+from prefshap_core.workflow import TrainingResult
+
+PERSIST = "session"  # persist_state of widgets whose value survives page switches
+
+_DATASETS = "datasets"  # dict[str, LoadedData], by LoadedData.key
+_ACTIVE = "active_dataset"  # str | None, a key of _DATASETS
+_MODELS = "models"  # dict[str, TrainedModel], by data fingerprint
+_JOBS = "jobs"  # dict[str, Job], by job key
+_UPLOADS = "uploads"  # dict[str, UploadedCsv]: "items" / "duels" -> the file
+_UPLOAD_ROUND = "upload_round"  # int: bumped to give the file uploaders fresh, empty keys
+_ITEM = "selected_item"  # dict[str, str]: data fingerprint -> item id
+_DUEL = "selected_duel"  # dict[str, tuple[int, str | None]]: fingerprint -> (duel, seen from)
+_DEMO_READY = "demo_ready"  # bool: the first-screen demo was set up in this session
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedData:
+    """A dataset this session has loaded: built-in (by name) or uploaded."""
+
+    key: str  # "builtin:<name>" or "upload:<hash of the files>"
+    title: str  # shown to the user
+    data: DuelData
+    fingerprint: str  # workflow.data_fingerprint(data): the cache key part
+    source: str  # "builtin" | "upload"
+    files: tuple[str, ...] = ()  # uploaded file names
+
+    @property
+    def has_context(self) -> bool:
+        return self.data.has_context
+
+
+@dataclass(frozen=True, eq=False)
+class TrainedModel:
+    result: TrainingResult
+    data_fp: str
+    settings_fp: str
+    from_cache: bool = False  # loaded from the disk cache instead of trained now
+
+    @property
+    def kind(self) -> str:
+        return self.result.settings.kind
+
+
+@dataclass(frozen=True, eq=False)
+class UploadedCsv:
+    """An uploaded file, hashed once (hashing 200 MB on every rerun would show)."""
+
+    name: str
+    data: bytes
+    digest: str  # sha256 of data
+    file_id: str  # the uploader's id of this upload, to notice a new one
+
+
+def init() -> None:
+    """Create the session's containers once (a no-op on later runs)."""
+    ss = st.session_state
+    for key, empty in (
+        (_DATASETS, dict),
+        (_MODELS, dict),
+        (_JOBS, dict),
+        (_UPLOADS, dict),
+        (_ITEM, dict),
+        (_DUEL, dict),
+    ):
+        if key not in ss:
+            ss[key] = empty()
+    ss.setdefault(_ACTIVE, None)
+    ss.setdefault(_UPLOAD_ROUND, 0)
+    ss.setdefault(_DEMO_READY, False)
+
+
+# -- datasets ----------------------------------------------------------------------
+def datasets() -> dict[str, LoadedData]:
+    return st.session_state[_DATASETS]
+
+
+def add_dataset(loaded: LoadedData, *, activate: bool = True) -> None:
+    datasets()[loaded.key] = loaded
+    if activate:
+        st.session_state[_ACTIVE] = loaded.key
+
+
+def active() -> LoadedData | None:
+    key = st.session_state.get(_ACTIVE)
+    return datasets().get(key) if key else None
+
+
+def uploads() -> dict[str, UploadedCsv]:
+    return st.session_state[_UPLOADS]
+
+
+def upload_round() -> int:
+    return int(st.session_state[_UPLOAD_ROUND])
+
+
+def forget_uploads() -> None:
+    """Drop the kept files and empty the uploaders (new widget keys)."""
+    uploads().clear()
+    st.session_state[_UPLOAD_ROUND] = upload_round() + 1
+
+
+# -- models ------------------------------------------------------------------------
+def model_for(loaded: LoadedData | None) -> TrainedModel | None:
+    if loaded is None:
+        return None
+    return st.session_state[_MODELS].get(loaded.fingerprint)
+
+
+def set_model(model: TrainedModel) -> None:
+    st.session_state[_MODELS][model.data_fp] = model
+
+
+# -- jobs ----------------------------------------------------------------------------
+def jobs() -> dict[str, Job]:
+    return st.session_state[_JOBS]
+
+
+def job(key: str) -> Job | None:
+    return jobs().get(key)
+
+
+def add_job(job_: Job) -> Job:
+    jobs()[job_.key] = job_
+    return job_
+
+
+def drop_job(key: str) -> None:
+    jobs().pop(key, None)
+
+
+def running_jobs() -> list[Job]:
+    return [j for j in jobs().values() if not j.finished]
+
+
+# -- selections ------------------------------------------------------------------------
+def selected_item(loaded: LoadedData) -> str | None:
+    return st.session_state[_ITEM].get(loaded.fingerprint)
+
+
+def select_item(loaded: LoadedData, item_id: str) -> None:
+    st.session_state[_ITEM][loaded.fingerprint] = str(item_id)
+
+
+def selected_duel(loaded: LoadedData) -> tuple[int, str | None] | None:
+    """(duel index, id of the item it is seen from, or None for its winner)."""
+    chosen = st.session_state[_DUEL].get(loaded.fingerprint)
+    if chosen is None or not 0 <= chosen[0] < loaded.data.n_duels:
+        return None
+    return chosen
+
+
+def select_duel(loaded: LoadedData, duel: int | np.integer, seen_from: str | None = None) -> None:
+    st.session_state[_DUEL][loaded.fingerprint] = (int(duel), seen_from)
+
+
+def demo_ready() -> bool:
+    return bool(st.session_state[_DEMO_READY])
+
+
+def mark_demo_ready() -> None:
+    st.session_state[_DEMO_READY] = True

@@ -1,0 +1,129 @@
+"""Duel page: one duel, the probability of each side winning, and its waterfall."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import services, state
+from dashboard.components.explanations import PLOT_CONFIG, fetch, require_model
+from dashboard.components.export import figure_exports, file_stem, table_download
+from dashboard.components.guard import run_guarded
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.plots import explanation_to_csv, waterfall
+from prefshap_core.plots.waterfall import sigmoid
+
+
+def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int, str | None]:
+    data = loaded.data
+    chosen = state.selected_duel(loaded)
+    duel, seen_from = chosen if chosen else (int(model.result.split.test[0]), None)
+    c = st.columns([2, 3])
+    # The key carries the current duel, so a duel chosen on another page shows here.
+    typed = c[0].text_input(
+        "Duel id",
+        value=str(data.duel_ids[duel]),
+        key=f"duel:id:{loaded.fingerprint}:{duel}",
+        help="Any duel of the dataset; the Players page opens duels here too.",
+    )
+    if typed.strip() and typed.strip() != str(data.duel_ids[duel]):
+        hits = np.flatnonzero(data.duel_ids == typed.strip())
+        if len(hits) == 0:
+            c[0].error(f"No duel has the id {typed.strip()!r}.")
+        else:
+            state.select_duel(loaded, int(hits[0]), None)
+            st.rerun()
+    return duel, seen_from
+
+
+def _sides_table(loaded: state.LoadedData, left: int, right: int) -> pd.DataFrame | None:
+    raw = loaded.data.raw_items
+    if raw is None:
+        return None
+    table = raw.iloc[[left, right]].T
+    table.columns = [str(loaded.data.labels[left]), str(loaded.data.labels[right])]
+    return table.astype(str)
+
+
+def _explained(
+    loaded: state.LoadedData, model: state.TrainedModel, duel: int, what: str
+) -> Explanation | None:
+    """The duel's explanation: cut from an earlier one if possible, else computed."""
+    found = services.duel_from_earlier(loaded, model, duel, what)
+    if found is not None:
+        return found
+    req = services.request(loaded, model, np.array([duel]), what, cap=None)
+    return fetch(loaded, model, req, page="duel")
+
+
+def render() -> None:
+    st.title("Duel")
+    ready = require_model()
+    if ready is None:
+        return
+    loaded, model = ready
+    data = loaded.data
+    duel, seen_from = _pick_duel(loaded, model)
+    left, right = int(data.left[duel]), int(data.right[duel])
+    ids = [str(data.item_ids[left]), str(data.item_ids[right])]
+    labels = {ids[0]: str(data.labels[left]), ids[1]: str(data.labels[right])}
+    winner = ids[0] if data.y[duel] > 0 else ids[1]
+    if seen_from not in ids:
+        seen_from = winner
+    seen_from = st.radio(
+        "Seen from",
+        ids,
+        index=ids.index(seen_from),
+        format_func=lambda i: labels[i] + (" (winner)" if i == winner else ""),
+        horizontal=True,
+        key=f"duel:pov:{loaded.fingerprint}:{duel}",
+    )
+    other = ids[1] if seen_from == ids[0] else ids[0]
+    context = (
+        str(data.context_labels[data.context_index[duel]])
+        if data.has_context and data.context_labels is not None and data.context_index is not None
+        else None
+    )
+    st.caption(
+        f"Duel {data.duel_ids[duel]}: {labels[ids[0]]} vs {labels[ids[1]]}"
+        + (f" · context: {context}" if context else "")
+        + f" · winner: {labels[winner]}"
+        + (" · held-out test duel" if np.any(model.result.split.test == duel) else "")
+    )
+
+    items = _explained(loaded, model, duel, "items")
+    ctx = _explained(loaded, model, duel, "context") if model.kind == "cgpm" else None
+    if items is None or (model.kind == "cgpm" and ctx is None):
+        return
+    items_view = items.from_point_of_view(seen_from)
+    ctx_view = ctx.from_point_of_view(seen_from) if ctx is not None else None
+    g = float((ctx_view if ctx_view is not None else items_view).outputs[0])
+    c = st.columns(3)
+    c[0].metric(f"P({labels[seen_from]} wins)", f"{sigmoid(g):.1%}")
+    c[1].metric(f"P({labels[other]} wins)", f"{1 - sigmoid(g):.1%}")
+    c[2].metric("Preference g", f"{g:+.3f}", help="Positive favours the side it is seen from.")
+    if ctx_view is not None:
+        g_bar = float(items_view.outputs[0])
+        st.caption(
+            f"Averaged over all contexts the model gives {labels[seen_from]} "
+            f"{sigmoid(g_bar):.1%}; this duel's context moves it to {sigmoid(g):.1%}."
+        )
+    fig = waterfall(items_view, ctx_view)
+    st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="duel:waterfall")
+    stem = file_stem("waterfall", data.name, str(data.duel_ids[duel]), seen_from)
+    figure_exports(fig, stem, expl=items_view, key="duel:waterfall")
+    if ctx_view is not None:
+        table_download(
+            explanation_to_csv(ctx_view),
+            f"{stem}_context_values.csv",
+            label="Context values (CSV)",
+            key="duel:context-csv",
+        )
+    sides = _sides_table(loaded, left, right)
+    if sides is not None:
+        with st.expander("The two sides' covariates"):
+            st.dataframe(sides, width="stretch")
+
+
+run_guarded(render)

@@ -1,0 +1,160 @@
+"""Players page: one item's record, its duels explained from its point of view."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import services, state
+from dashboard.components.explanations import fetch, figures, require_model, sample_note
+from dashboard.components.export import table_download
+from dashboard.components.guard import run_guarded
+from dashboard.components.tables import paginated
+from prefshap_core import workflow
+
+VIEWS = {"all": "All duels", "losses": "Losses", "wins": "Wins"}
+RESULT_OF_VIEW = {"losses": "lost", "wins": "won"}
+
+
+def _pick_item(loaded: state.LoadedData) -> str:
+    data = loaded.data
+    # Most active first, so the interesting items are at the top of the list.
+    activity = np.bincount(data.left, minlength=data.n_items) + np.bincount(
+        data.right, minlength=data.n_items
+    )
+    order = np.argsort(-activity, kind="stable")
+    ids = [str(i) for i in data.item_ids[order]]
+    labels = {str(i): str(lab) for i, lab in zip(data.item_ids, data.labels, strict=True)}
+    counts = {str(data.item_ids[k]): int(activity[k]) for k in order}
+    current = state.selected_item(loaded)
+    item_id = st.selectbox(
+        "Player (type to search by name or id)",
+        ids,
+        index=ids.index(current) if current in ids else 0,
+        format_func=lambda i: (
+            f"{labels[i]} ({i}) · {counts[i]:,} duels"
+            if labels[i] != i
+            else f"{i} · {counts[i]:,} duels"
+        ),
+        key=f"players:item:{loaded.fingerprint}",
+    )
+    state.select_item(loaded, item_id)
+    return item_id
+
+
+def _open_duel(loaded: state.LoadedData, duel: int, item_id: str) -> None:
+    state.select_duel(loaded, duel, item_id)
+    st.switch_page("views/duel.py")
+
+
+def _record(record: workflow.ItemRecord) -> None:
+    c = st.columns(4)
+    c[0].metric("Duels", f"{record.n_duels:,}")
+    c[1].metric("Wins", f"{record.wins:,}")
+    c[2].metric("Losses", f"{record.losses:,}")
+    c[3].metric("Win rate", f"{record.wins / record.n_duels:.0%}" if record.n_duels else "—")
+    with st.expander("Opponents"):
+        table = record.duels
+        opponents = (
+            table.assign(won=table["result"] == "won", lost=table["result"] == "lost")
+            .groupby(["opponent_id", "opponent"], as_index=False)
+            .agg(duels=("duel", "size"), wins=("won", "sum"), losses=("lost", "sum"))
+            .sort_values(["duels", "opponent"], ascending=[False, True])
+        )
+        paginated(opponents, key=f"opponents:{record.item_id}", page_size=10)
+
+
+def render() -> None:
+    st.title("Players")
+    ready = require_model()
+    if ready is None:
+        return
+    loaded, model = ready
+    data = loaded.data
+    item_id = _pick_item(loaded)
+    record = workflow.item_record(data, item_id)
+    st.subheader(record.label if record.label == item_id else f"{record.label} ({item_id})")
+    _record(record)
+    if record.n_duels == 0:
+        st.info("This item has no duels.")
+        return
+
+    view = st.segmented_control(
+        "Explain", list(VIEWS), format_func=VIEWS.get, default="all", required=True,
+        key=f"players:view:{loaded.fingerprint}", persist_state=state.PERSIST,
+    )  # fmt: skip
+    duels = workflow.duels_of_item(data, item_id, outcome=view)
+    st.caption(
+        f"{VIEWS[view]} of {record.label}, explained from its point of view: right of "
+        f"zero, the feature pushed towards {record.label}; red, {record.label} had more of it."
+    )
+    if len(duels) == 0:
+        st.info(f"{record.label} has no {VIEWS[view].lower()}.")
+    else:
+        whats = ["items", "context"] if model.kind == "cgpm" else ["items"]
+        tabs = st.tabs(["Item features", "Context features"][: len(whats)])
+        for tab, what in zip(tabs, whats, strict=True):
+            with tab:
+                req = services.request(loaded, model, duels, what)
+                sample_note(req, cap_hint=False)
+                expl = fetch(loaded, model, req, page="players")
+                if expl is None:
+                    continue
+                shown = {
+                    "all": expl.from_point_of_view,
+                    "losses": expl.losses_of,
+                    "wins": expl.wins_of,
+                }[view](item_id)
+
+                def open_point(row: int, shown=shown) -> None:
+                    hits = np.flatnonzero(data.duel_ids == shown.duel_ids[row])
+                    if len(hits):
+                        _open_duel(loaded, int(hits[0]), item_id)
+
+                figures(
+                    shown,
+                    title=f"{record.label}: {VIEWS[view].lower()} ({shown.n_duels:,})",
+                    stem=f"{data.name}_{record.label}_{view}_{what}",
+                    key=f"players:{what}",
+                    bar_kind="mean",
+                    on_point=open_point,
+                )
+    _duel_table(loaded, record, view)
+
+
+def _duel_table(loaded: state.LoadedData, record: workflow.ItemRecord, view: str) -> None:
+    st.markdown(f"**{VIEWS[view]} of {record.label}** — select a row to open the duel")
+    table: pd.DataFrame = record.duels
+    if view in RESULT_OF_VIEW:
+        table = table[table["result"] == RESULT_OF_VIEW[view]]
+    picked = paginated(
+        table,
+        key=f"duels:{loaded.fingerprint}:{record.item_id}:{view}",
+        selectable=True,
+        column_config={"duel": st.column_config.NumberColumn("row", format="%d")},
+    )
+    if picked is not None:
+        _open_duel(loaded, int(table.iloc[picked]["duel"]), record.item_id)
+    c = st.columns([2, 1], vertical_alignment="bottom")
+    # Also reachable without a mouse: pick by duel id.
+    duel_id = c[0].selectbox(
+        "Or open a duel by its id",
+        table["duel_id"].tolist(),
+        index=None,
+        placeholder="duel id",
+        key=f"players:open:{record.item_id}:{view}",
+    )
+    with c[1]:
+        table_download(
+            table.to_csv(index=False).encode("utf-8"),
+            f"{record.item_id}_{view}_duels.csv",
+            label="Duels (CSV)",
+            key=f"duels:{record.item_id}:{view}",
+        )
+    if duel_id is not None:
+        duel = int(table.loc[table["duel_id"] == duel_id, "duel"].iloc[0])
+        _open_duel(loaded, duel, record.item_id)
+
+
+run_guarded(render)

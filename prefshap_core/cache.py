@@ -1,0 +1,297 @@
+"""A small, pickle-free disk cache for trained models and explanations.
+
+Training and explaining cost seconds to minutes; a reload, a second visitor of the
+dashboard, or a restarted server should not pay again. Entries are keyed by the
+fingerprints of the data and the settings (``workflow.data_fingerprint`` /
+``settings_fingerprint``), so a changed upload or hyperparameter never hits a stale
+entry.
+
+Layout under the root (``$PREFSHAP_CACHE_DIR``, default ``<repo>/.prefshap_cache``)::
+
+    models/<data_fp>-<settings_fp>/model.npz     the model file (docs/model-format.md)
+                                   split.npz     train / validation / test duel indices
+                                   result.json   metrics, SpecR, timings, settings
+    explanations/<key>/arrays.npz                values, outputs, ids, labels, ...
+                       meta.json                 player names, kind, orientation, meta
+
+Nothing is ever unpickled (``allow_pickle=False``; JSON for the rest), so a cache
+directory shared between users cannot execute code. Each entry is written into a
+temporary folder and renamed into place in one step, so readers see a whole entry
+or none. An entry that cannot be read (truncated, edited, from an older format) is
+treated as missing and removed, so the caller recomputes and rewrites it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prefshap_core.data.duel_data import Split
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.models.model_file import load_model, save_model
+from prefshap_core.paths import repo_root
+from prefshap_core.workflow import TrainingResult, TrainSettings
+
+CACHE_DIR_ENV = "PREFSHAP_CACHE_DIR"
+FORMAT_VERSION = 1
+
+# Explanation fields holding per-duel arrays (saved in arrays.npz). Object arrays of
+# strings (labels) are saved as unicode plus a mask of the missing cells.
+_ARRAY_FIELDS = (
+    "values",
+    "base_values",
+    "outputs",
+    "data",
+    "duel_ids",
+    "left_ids",
+    "right_ids",
+    "winners",
+    "standard_errors",
+    "left_labels",
+    "right_labels",
+    "data_labels",
+    "context_values",
+)
+_TEXT_FIELDS = {"duel_ids", "left_ids", "right_ids", "left_labels", "right_labels", "data_labels"}
+
+
+def cache_dir() -> Path:
+    """``$PREFSHAP_CACHE_DIR`` if set, else ``<repo>/.prefshap_cache``."""
+    configured = os.environ.get(CACHE_DIR_ENV, "").strip()
+    return Path(configured).expanduser() if configured else repo_root() / ".prefshap_cache"
+
+
+def explanation_key(
+    data_fp: str, settings_fp: str, what: str, duels: np.ndarray, **options: Any
+) -> str:
+    """A stable key for an explanation of ``duels`` (indices) with the given options."""
+    h = hashlib.sha256()
+    h.update(f"{data_fp}|{settings_fp}|{what}|".encode())
+    h.update(np.ascontiguousarray(np.asarray(duels, dtype=np.int64)).tobytes())
+    h.update(json.dumps(options, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:32]
+
+
+class DiskCache:
+    """Models (as TrainingResults) and Explanations on disk; see the module docstring."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_dir()
+
+    # -- models ----------------------------------------------------------------------
+    def _model_dir(self, data_fp: str, settings_fp: str) -> Path:
+        return self.root / "models" / f"{_safe(data_fp)}-{_safe(settings_fp)}"
+
+    def load_training(self, data_fp: str, settings_fp: str) -> TrainingResult | None:
+        """The cached training result, or None (missing or unreadable)."""
+        folder = self._model_dir(data_fp, settings_fp)
+        if not folder.is_dir():
+            return None
+        try:
+            info = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+            if info.get("format_version") != FORMAT_VERSION:
+                raise ValueError("cache format changed")
+            known = {f.name for f in fields(TrainSettings)}
+            settings = TrainSettings(**{k: v for k, v in info["settings"].items() if k in known})
+            with np.load(folder / "split.npz", allow_pickle=False) as npz:
+                split = Split(
+                    train=npz["train"].astype(np.int64),
+                    validation=npz["validation"].astype(np.int64),
+                    test=npz["test"].astype(np.int64),
+                )
+            function = load_model(folder / "model.npz")
+            return TrainingResult(
+                data_name=str(info["data_name"]),
+                settings=settings,
+                function=function,
+                split=split,
+                metrics=info["metrics"],
+                baseline_metrics=info["baseline_metrics"],
+                rankability=float(info["rankability"]),
+                rankability_items=int(info["rankability_items"]),
+                seconds={k: float(v) for k, v in info["seconds"].items()},
+            )
+        except Exception:  # any unreadable entry is a cache miss, never an error
+            self._discard(folder)
+            return None
+
+    def save_training(self, data_fp: str, settings_fp: str, result: TrainingResult) -> Path | None:
+        """Store a training result; returns the entry folder (None if not written)."""
+        info = {
+            "format_version": FORMAT_VERSION,
+            "data_name": result.data_name,
+            "settings": asdict(result.settings),
+            "metrics": result.metrics,
+            "baseline_metrics": result.baseline_metrics,
+            "rankability": float(result.rankability),
+            "rankability_items": int(result.rankability_items),
+            "seconds": {k: float(v) for k, v in result.seconds.items()},
+        }
+
+        def write(tmp: Path) -> None:
+            save_model(result.function, tmp / "model.npz")
+            np.savez(
+                tmp / "split.npz",
+                train=np.asarray(result.split.train, dtype=np.int64),
+                validation=np.asarray(result.split.validation, dtype=np.int64),
+                test=np.asarray(result.split.test, dtype=np.int64),
+            )
+            _write_json(tmp / "result.json", info)
+
+        return self._publish(self._model_dir(data_fp, settings_fp), write)
+
+    # -- explanations ------------------------------------------------------------------
+    def _explanation_dir(self, key: str) -> Path:
+        return self.root / "explanations" / _safe(key)
+
+    def load_explanation(self, key: str) -> Explanation | None:
+        folder = self._explanation_dir(key)
+        if not folder.is_dir():
+            return None
+        try:
+            info = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            if info.get("format_version") != FORMAT_VERSION:
+                raise ValueError("cache format changed")
+            arrays: dict[str, Any] = {}
+            with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
+                for name in _ARRAY_FIELDS:
+                    if name not in npz.files:
+                        arrays[name] = None
+                    elif name in _TEXT_FIELDS:
+                        mask_name = f"{name}__missing"
+                        missing = npz[mask_name] if mask_name in npz.files else None
+                        arrays[name] = _text_from_npz(
+                            npz[name], missing, as_object=name in info["object_fields"]
+                        )
+                    else:
+                        arrays[name] = npz[name]
+            return Explanation(
+                **arrays,
+                player_names=tuple(info["player_names"]),
+                kind=info["kind"],
+                orientation=info["orientation"],
+                meta=info["meta"],
+            )
+        except Exception:  # unreadable entry: a miss, and it is rewritten
+            self._discard(folder)
+            return None
+
+    def save_explanation(self, key: str, expl: Explanation) -> Path | None:
+        payload: dict[str, np.ndarray] = {}
+        object_fields = []
+        for name in _ARRAY_FIELDS:
+            value = getattr(expl, name)
+            if value is None:
+                continue
+            if name in _TEXT_FIELDS:
+                if np.asarray(value).dtype == object:
+                    object_fields.append(name)
+                text, missing = _text_to_npz(value)
+                payload[name] = text
+                if missing is not None:
+                    payload[f"{name}__missing"] = missing
+            else:
+                payload[name] = np.asarray(value)
+        info = {
+            "format_version": FORMAT_VERSION,
+            "player_names": list(expl.player_names),
+            "kind": expl.kind,
+            "orientation": expl.orientation,
+            "object_fields": object_fields,  # restored as object arrays (views edit them)
+            "meta": _jsonable(expl.meta),
+        }
+
+        def write(tmp: Path) -> None:
+            np.savez_compressed(tmp / "arrays.npz", **payload)
+            _write_json(tmp / "meta.json", info)
+
+        return self._publish(self._explanation_dir(key), write)
+
+    # -- housekeeping ------------------------------------------------------------------
+    def clear(self) -> None:
+        """Remove every entry (the root folder itself stays)."""
+        for part in ("models", "explanations"):
+            shutil.rmtree(self.root / part, ignore_errors=True)
+
+    def _publish(self, target: Path, write: Callable[[Path], None]) -> Path | None:
+        """Write an entry into a temporary sibling folder, then rename it into place.
+
+        Caching is an optimisation: a read-only or full disk must not break training,
+        so write failures return None instead of raising.
+        """
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(
+                tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            )
+        except OSError:
+            return None
+        try:
+            write(tmp)
+            if target.exists():  # an older or concurrent copy: replace it
+                self._discard(target)
+            os.replace(tmp, target)
+            return target
+        except OSError:
+            return None
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    @staticmethod
+    def _discard(folder: Path) -> None:
+        # Rename first so a concurrent reader never sees a half-deleted entry.
+        with contextlib.suppress(OSError):
+            doomed = folder.with_name(f".{folder.name}.{os.getpid()}.deleted")
+            os.replace(folder, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _safe(name: str) -> str:
+    """Keys are hex digests; anything else is hashed so it cannot escape the root."""
+    text = str(name)
+    if text and all(c.isalnum() or c in "-_" for c in text) and len(text) <= 80:
+        return text
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _text_to_npz(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    arr = np.asarray(values, dtype=object)
+    missing = np.vectorize(lambda v: v is None, otypes=[bool])(arr) if arr.size else None
+    text = np.where(missing, "", arr) if missing is not None else arr
+    return np.asarray(text, dtype=str), (missing if missing is not None and missing.any() else None)
+
+
+def _text_from_npz(text: np.ndarray, missing: np.ndarray | None, *, as_object: bool) -> np.ndarray:
+    if not as_object and missing is None:
+        return text
+    out = text.astype(object)
+    if missing is not None:
+        out[missing] = None
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    path.write_text(json.dumps(payload, default=_json_default, indent=1), encoding="utf-8")
