@@ -174,11 +174,8 @@ def request(
     seed: int = 0,
 ) -> ExplainRequest:
     """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation."""
-    duels = np.unique(np.asarray(duels, dtype=np.int64))
-    n_available = len(duels)
-    if cap is not None and n_available > cap:
-        rng = np.random.default_rng(seed)
-        duels = np.sort(rng.choice(duels, size=cap, replace=False))
+    n_available = len(np.unique(duels))
+    duels = workflow.sample_duels(duels, cap, seed)
     key = explanation_key(loaded.fingerprint, model.settings_fp, what, duels, seed=seed)
     return ExplainRequest(what, duels, n_available, key)
 

@@ -166,11 +166,14 @@ def explain_duels(
     compute: Compute | None = None,
     progress: Progress | None = None,
     stats: EngineStats | None = None,
+    cme_method: str = "auto",
 ) -> Explanation:
     """Explain duels of ``data`` (indices) with ``fn``; ids, labels and winners filled in.
 
     ``what="items"``: item feature groups (C-GPM: the context-averaged model);
     ``what="context"``: a C-GPM's context groups under each duel's own context.
+    ``cme_method``: ``"auto"``, ``"cholesky"``, ``"cg"`` or ``"nystrom"`` (the
+    explainer's ``method``: how the coalition CMEs are solved).
     """
     duels = np.asarray(duels, dtype=np.int64)
     left_ids = data.item_ids[data.left[duels]]
@@ -184,6 +187,7 @@ def explain_duels(
         compute=compute,
         progress=progress,
         stats=stats,
+        method=cme_method,
     )
     if what == "items":
         expl = explain_items(fn, left_ids, right_ids, **common)
@@ -204,6 +208,18 @@ def explain_duels(
 
 
 # -- selections --------------------------------------------------------------------
+
+
+def sample_duels(duels: np.ndarray, max_duels: int | None, seed: int = 0) -> np.ndarray:
+    """The distinct duels, capped to a seeded random sample of ``max_duels`` (sorted).
+
+    Explaining costs grow with the number of distinct items queried; views of large
+    subsets explain a reproducible sample and say so.
+    """
+    duels = np.unique(np.asarray(duels, dtype=np.int64))
+    if max_duels is not None and len(duels) > max_duels:
+        duels = np.sort(np.random.default_rng(seed).choice(duels, size=max_duels, replace=False))
+    return duels
 
 
 def _within(data: DuelData, within: np.ndarray | None) -> np.ndarray:

@@ -102,6 +102,7 @@ class PreferenceModel:
         start = time.perf_counter()
         self._check_params(data)
         progress = ensure_progress(progress)
+        progress.update("Preparing: lengthscales from the median heuristic", 0.0)
         compute = self.compute or Compute()
         if train is None or validation is None:
             split = split_duels(data.n_duels, self.seed)

@@ -102,6 +102,7 @@ class PathFitter:
         results: list[PathResult] = []
         for k, scale in enumerate(scales):
             part = progress.span(k / len(scales), (k + 1) / len(scales))
+            part.update(f"Building the kernel matrix (lengthscale scale {scale:.3g})", 0.0)
             kernel = PairKernel(
                 self.kind, data.items, self.base_lengthscales * scale,
                 data.contexts if self.kind == "cgpm" else None, self.context_lengthscales,
@@ -112,6 +113,7 @@ class PathFitter:
             if validation is not None:
                 centre_index = train_index.subset(torch.as_tensor(centres))
                 k_val = kernel.matrix(self.duel_index(validation), centre_index)
+            part.update(f"Kernel matrix ready (lengthscale scale {scale:.3g})", 0.02)
             tick = time.perf_counter()
 
             def score(penalty: float, alpha: torch.Tensor, scale=scale, k_val=k_val) -> None:

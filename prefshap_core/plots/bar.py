@@ -120,5 +120,8 @@ def _padded_range(values: np.ndarray, errors: np.ndarray) -> list[float]:
     hi = max(0.0, float(np.max(values + errors)))
     if hi == lo:  # every value 0: any symmetric window shows that
         return [-1.0, 1.0]
-    pad = 0.18 * (hi - lo)
-    return [lo - (pad if lo < 0 else 0.0), hi + (pad if hi > 0 else 0.0)]
+    # Printed values need about a quarter of the span on the side the bars point to;
+    # a little room on the other side keeps the zero line off the axis edge.
+    span = hi - lo
+    pad, margin = 0.25 * span, 0.04 * span
+    return [lo - (pad if lo < 0 else margin), hi + (pad if hi > 0 else margin)]
