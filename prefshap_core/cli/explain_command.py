@@ -5,6 +5,7 @@ Contract (scripts call it exactly so):
     prefshap explain --model M.npz --duels DUELS.csv --out OUT.csv
         [--what items|context] [--exact] [--samples N] [--seed S]
         [--dtype float64|float32] [--device cpu|cuda]
+        [--cme-method auto|cholesky|cg|nystrom]
 
 DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``winner``
 (an id, or ``left``/``right``), and for ``--what context`` the context: either one
@@ -31,6 +32,7 @@ from prefshap_core.compute import Compute
 from prefshap_core.data.csv_io import read_table, row_numbers
 from prefshap_core.data.encoding import EncodingSpec, encode_rows
 from prefshap_core.errors import DataValidationError
+from prefshap_core.explain.cme_select import METHODS
 from prefshap_core.explain.explainer import explain_context, explain_items
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -52,6 +54,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="coalition sampling seed")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument(
+        "--cme-method",
+        choices=METHODS,
+        default="auto",
+        help="how the coalition CMEs are solved: exact Cholesky, preconditioned CG (exact "
+        "to its tolerance), Nyström (approximate, very large pools), or auto (default)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
 
@@ -75,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         compute=Compute(device=args.device, dtype=args.dtype),
         progress=stderr_progress(args.quiet),
+        method=args.cme_method,
     )
     if args.what == "context":
         if fn.kind != "cgpm":
@@ -97,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         "players": list(expl.player_names),
         "method": expl.meta.get("method"),
         "n_coalitions": expl.meta.get("n_coalitions"),
+        "cme_method": expl.meta.get("cme", {}).get("method"),
         "max_efficiency_gap": expl.efficiency_gap(),
         "seconds": time.perf_counter() - start,
         "out": str(args.out),

@@ -23,8 +23,10 @@ cheap:
 
 Per coalition that is one Cholesky of an ``r x r`` matrix, one solve with the
 distinct query classes as right-hand sides and one GEMM. The solve sits behind the
-small :class:`CMESolver` interface so iterative or Nystrom solvers can replace the
-dense Cholesky.
+small :class:`CMESolver` interface so iterative solvers can replace the dense
+Cholesky (:class:`cme_cg.CGSolver`); :class:`cme_nystrom.NystromEmbedding` replaces
+the whole middle factor by a low-rank one for very large pools, and
+:mod:`cme_select` picks among the three.
 
 Regularisers: ``lam`` multiplies the pool's total weight, as in the paper
 (``n lam`` for items, ``m lam'`` for contexts). Defaults:
@@ -104,18 +106,24 @@ class CMESystem:
     """``(W^1/2 K W^1/2 + ridge I) X = rhs`` for one coalition, over the pool's classes.
 
     Symmetric positive definite (eigenvalues >= ridge). ``points`` are the classes'
-    S columns divided by the lengthscales, for solvers that build their own kernels.
+    S columns divided by the lengthscales, for solvers that build their own kernels;
+    ``gram`` is ``None`` when the solver said it does not want the dense matrix
+    (``wants_gram = False``: iterative solvers that bound their memory).
     """
 
     points: torch.Tensor  # (r, k)
-    gram: torch.Tensor  # (r, r) K_S between the classes
+    gram: torch.Tensor | None  # (r, r) K_S between the classes, or None
     weights: torch.Tensor  # (r,) class multiplicities (> 0)
     ridge: float  # n * lambda
     rhs: torch.Tensor  # (r, c)
 
 
 class CMESolver(Protocol):
-    """Solves a batch of coalition systems, returning ``X`` for each."""
+    """Solves a batch of coalition systems, returning ``X`` for each.
+
+    A solver may set ``wants_gram = False`` to receive systems without the dense
+    ``r x r`` Gram (it then builds kernel blocks from ``points``); absent means True.
+    """
 
     name: str
 
@@ -132,6 +140,7 @@ class CholeskySolver:
     """
 
     name = "cholesky"
+    wants_gram = True
 
     def __init__(self, batch_equal_sizes: bool | None = None) -> None:
         self.batch_equal_sizes = batch_equal_sizes
@@ -143,10 +152,10 @@ class CholeskySolver:
             return []
         batch = self.batch_equal_sizes
         if batch is None:
-            batch = systems[0].gram.device.type == "cuda"
+            batch = systems[0].rhs.device.type == "cuda"
         groups: dict[tuple[int, ...], list[int]] = {}
         for k, s in enumerate(systems):
-            key = (*s.gram.shape, *s.rhs.shape) if batch else (k,)
+            key = tuple(s.rhs.shape) if batch else (k,)
             groups.setdefault(key, []).append(k)
         out: dict[int, torch.Tensor] = {}
         for members in groups.values():
@@ -157,9 +166,10 @@ class CholeskySolver:
     def _solve_stack(
         self, systems: Sequence[CMESystem], stats: EngineStats | None
     ) -> list[torch.Tensor]:
-        r, c = systems[0].gram.shape[0], systems[0].rhs.shape[1]
+        r, c = systems[0].rhs.shape
+        grams = [s.gram if s.gram is not None else kernel(s.points, s.points) for s in systems]
         root_w = torch.stack([s.weights.sqrt() for s in systems])  # (b, r)
-        a = root_w[:, :, None] * torch.stack([s.gram for s in systems]) * root_w[:, None, :]
+        a = root_w[:, :, None] * torch.stack(grams) * root_w[:, None, :]
         ridge = torch.tensor([s.ridge for s in systems], dtype=a.dtype, device=a.device)
         a.diagonal(dim1=-2, dim2=-1).add_(ridge[:, None])
         with maybe_timed(stats, "cholesky", len(systems) * r**3 / 3.0):
@@ -362,7 +372,10 @@ class CoalitionEmbedding:
             xs = self._scaled.index_select(1, c.index(np.flatnonzero(mask[self.column_player])))
             xc = self._scaled.index_select(1, c.index(np.flatnonzero(~mask[self.column_player])))
             z = xs[c.index(co.first)]
-            gram = kernel(z, z)  # every S class of the universe
+            # Every S class of the universe, unless the solver bounds its memory: then
+            # only the blocks used below are formed (see _gram_block).
+            dense = getattr(self.solver, "wants_gram", True)
+            gram = kernel(z, z) if dense else None
             k_sc = kernel(
                 xc[c.index(co.sc_first[: co.t_pool])], xc[c.index(co.sc_first[co.sc_centre])]
             )
@@ -381,14 +394,19 @@ class CoalitionEmbedding:
         if by_centres:
             rhs = mixed_t / root_w[:, None]
         else:
-            rhs = root_w[:, None] * gram[:r].index_select(1, c.index(co.q_cls))
+            rhs = root_w[:, None] * _gram_block(gram, z, slice(0, r), c.index(co.q_cls))
         system = CMESystem(
-            points=z[:r], gram=gram[:r, :r], weights=weights, ridge=self.ridge, rhs=rhs
+            points=z[:r],
+            gram=None if gram is None else gram[:r, :r],
+            weights=weights,
+            ridge=self.ridge,
+            rhs=rhs,
         )
         return {
             "co": co,
             "system": system,
             "gram": gram,
+            "z": z,
             "mixed_t": mixed_t,
             "root_w": root_w,
             "by_centres": by_centres,
@@ -396,7 +414,7 @@ class CoalitionEmbedding:
 
     def _finish(self, prep: dict, x: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
         c, co = self.compute, prep["co"]
-        gram, mixed_t, root_w = prep["gram"], prep["mixed_t"], prep["root_w"]
+        gram, z, mixed_t, root_w = prep["gram"], prep["z"], prep["mixed_t"], prep["root_w"]
         r, t = co.r, mixed_t.shape[1]
         if prep["by_centres"]:
             # x = A^-1 W^-1/2 mixed_t; middle(q) = (mixed(q) - c W^1/2 x(q)) / w(q) for pool q
@@ -408,7 +426,8 @@ class CoalitionEmbedding:
                 mixed_t[pool_q] - self.ridge * w_q * x[pool_q]
             ) / (w_q * w_q)
             if not in_pool.all():
-                extra = gram[c.index(co.q_cls[~in_pool])][:, :r] * root_w[None, :]
+                extra_q = c.index(co.q_cls[~in_pool])
+                extra = _gram_block(gram, z, extra_q, slice(0, r)) * root_w[None, :]
                 with maybe_timed(self.stats, "gemm", 2.0 * len(extra) * r * t):
                     middle_t[c.index(np.flatnonzero(~in_pool))] = extra @ x
         else:
@@ -417,9 +436,26 @@ class CoalitionEmbedding:
                 middle_t = x.T @ (mixed_t / root_w[:, None])
         with maybe_timed(self.stats, "gather"):
             p_lab = c.index(co.labels[self.centre_rows])
-            k_pq = gram.index_select(0, p_lab).index_select(1, c.index(co.q_cls))
+            if gram is not None:
+                k_pq = gram.index_select(0, p_lab).index_select(1, c.index(co.q_cls))
+            else:  # the distinct centre classes only, then gathered
+                p_cls, p_row = np.unique(co.labels[self.centre_rows], return_inverse=True)
+                k_pq = kernel(z[c.index(p_cls)], z[c.index(co.q_cls)])[c.index(p_row)]
             gamma = k_pq * middle_t.T[c.index(co.sc_row)]
         return gamma, co.q_col
+
+
+def _gram_block(
+    gram: torch.Tensor | None,
+    z: torch.Tensor,
+    rows: torch.Tensor | slice,
+    cols: torch.Tensor | slice,
+) -> torch.Tensor:
+    """``K_S(z[rows], z[cols])``: a view of the dense Gram if there is one, else computed."""
+    if gram is not None:
+        block = gram[rows] if isinstance(rows, slice) else gram.index_select(0, rows)
+        return block[:, cols] if isinstance(cols, slice) else block.index_select(1, cols)
+    return kernel(z[rows], z[cols])
 
 
 # -- choosing lambda -----------------------------------------------------------------

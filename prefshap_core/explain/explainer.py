@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from prefshap_core.explain.cme import (
     CMESolver,
     EngineStats,
 )
+from prefshap_core.explain.cme_select import CMEPlan, plan_cme
 from prefshap_core.explain.coalitions import (
     CoalitionSet,
     all_coalitions,
@@ -176,6 +178,23 @@ def _common(
     return left_rows, right_rows, winners, duel_ids
 
 
+def _plan(
+    method: str,
+    pool: np.ndarray,
+    centres: np.ndarray,
+    n_queries: int,
+    coalitions: CoalitionSet,
+    compute: Compute,
+    options: dict[str, Any] | None,
+    solver: CMESolver | None,
+) -> CMEPlan:
+    """The CME method of one explanation (one plan shared by all its duel groups)."""
+    sizes = coalitions.masks.sum(1)
+    n_proper = int(((sizes > 0) & (sizes < coalitions.n_players)).sum())
+    n_centre_rows = len(np.unique(np.asarray(centres, dtype=np.float64), axis=0))
+    return plan_cme(method, pool, n_centre_rows, n_queries, n_proper, compute, options, solver)
+
+
 def _meta(
     coalitions: CoalitionSet,
     compute: Compute,
@@ -212,6 +231,8 @@ def explain_items(
     solver: CMESolver | None = None,
     coalition_batch: int | None = None,
     stats: EngineStats | None = None,
+    method: str = "auto",
+    cme_options: dict[str, Any] | None = None,
 ) -> Explanation:
     """Shapley values of the item feature groups for each duel ``left[i]`` vs ``right[i]``.
 
@@ -222,6 +243,12 @@ def explain_items(
     coalitions are solved together (default 8 on CUDA, where equal-size systems
     share one batched Cholesky; 1 on CPU, where LAPACK loops over a batch anyway).
     Pass an :class:`EngineStats` to collect seconds and flops per part.
+
+    ``method``: how the coalition CMEs are solved: ``"cholesky"`` (exact),
+    ``"cg"`` (preconditioned CG, exact to its tolerance), ``"nystrom"``
+    (approximate, for very large pools) or ``"auto"`` (chosen from the sizes and the
+    device, :mod:`cme_select`); ``cme_options`` tune it (``tol``, ``n_landmarks``,
+    ...). What was used and how well it converged is in ``meta["cme"]``.
     """
     start = time.perf_counter()
     compute = compute or Compute()
@@ -234,6 +261,16 @@ def explain_items(
     lam = resolve_lambda(fn.cme_lambda if cme_lambda is None else cme_lambda, DEFAULT_CME_LAMBDA)
     canon = _canonical(left_rows, right_rows, None)
     a, b = canon.keys[:, 0], canon.keys[:, 1]
+    plan = _plan(
+        method,
+        fn.items,
+        np.vstack([fn.centres_left, fn.centres_right]),
+        len(np.unique(canon.keys)),
+        coalitions,
+        compute,
+        cme_options,
+        solver,
+    )
     outputs_u = _model_output(fn, a, b, None, None, compute)
     phi_u = np.zeros((len(a), space.n_groups))
     se_u = np.zeros_like(phi_u)
@@ -241,7 +278,7 @@ def explain_items(
     for g, rows in enumerate(groups):
         query, query_index = np.unique(canon.keys[rows], return_inverse=True)
         query_index = query_index.reshape(len(rows), 2)
-        game = ItemGame(fn, fn.items[query], compute, lam, solver, stats)
+        game = ItemGame(fn, fn.items[query], compute, lam, None, stats, plan)
         span = progress.span(g / len(groups), (g + 1) / len(groups))
 
         def evaluate(masks, game=game, query_index=query_index, span=span):
@@ -281,6 +318,7 @@ def explain_items(
             n_samples=n_samples,
             seed=seed,
             cme_lambda=lam,
+            cme=plan.report(),
         ),
     )
 
@@ -302,11 +340,15 @@ def explain_context(
     solver: CMESolver | None = None,
     coalition_batch: int = 8,
     stats: EngineStats | None = None,
+    method: str = "auto",
+    cme_options: dict[str, Any] | None = None,
 ) -> Explanation:
     """Shapley values of a C-GPM's context groups for each duel under its context.
 
     ``contexts``: one model-space context row per duel (any rows, observed or not).
     Base value = the context-averaged ``g_bar(x_l, x_r)``; output = ``g(u, x_l, x_r)``.
+    ``method`` and ``cme_options`` as for :func:`explain_items` (over the model's
+    unique contexts, so ``"auto"`` is nearly always the exact Cholesky).
     """
     start = time.perf_counter()
     if fn.kind != "cgpm" or fn.context_space is None:
@@ -328,6 +370,17 @@ def explain_context(
     context_pool, context_index = np.unique(contexts + 0.0, axis=0, return_inverse=True)
     canon = _canonical(left_rows, right_rows, context_index.reshape(-1))
     a, b, c = canon.keys[:, 0], canon.keys[:, 1], canon.keys[:, 2]
+    assert fn.contexts is not None and fn.centres_context is not None
+    plan = _plan(
+        method,
+        fn.contexts,
+        fn.centres_context,
+        len(np.unique(c)),
+        coalitions,
+        compute,
+        cme_options,
+        solver,
+    )
     outputs_u = _model_output(fn, a, b, context_pool, c, compute)
     base_u = _model_output(fn, a, b, None, None, compute)
     phi_u = np.zeros((len(a), space.n_groups))
@@ -338,7 +391,14 @@ def explain_context(
         item_index = item_index.reshape(len(rows), 2)
         ctx, ctx_index = np.unique(c[rows], return_inverse=True)
         game = ContextGame(
-            fn, fn.items[items], context_pool[ctx], compute, context_cme_lambda, solver, stats
+            fn,
+            fn.items[items],
+            context_pool[ctx],
+            compute,
+            context_cme_lambda,
+            None,
+            stats,
+            plan,
         )
         span = progress.span(g / len(groups), (g + 1) / len(groups))
 
@@ -381,6 +441,7 @@ def explain_context(
             n_samples=n_samples,
             seed=seed,
             context_cme_lambda=lam,
+            cme=plan.report(),
         ),
     )
 

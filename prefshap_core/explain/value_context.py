@@ -28,6 +28,7 @@ from prefshap_core.explain.cme import (
     maybe_timed,
     unique_rows,
 )
+from prefshap_core.explain.cme_select import CMEPlan
 from prefshap_core.explain.value_items import resolve_lambda
 from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -47,6 +48,7 @@ class ContextGame:
         context_cme_lambda: float | None = None,
         solver: CMESolver | None = None,
         stats: EngineStats | None = None,
+        plan: CMEPlan | None = None,
     ) -> None:
         if fn.kind != "cgpm":
             raise ValueError("context explanations need a C-GPM")
@@ -62,7 +64,9 @@ class ContextGame:
         self._k_left = rbf_gram(compute.tensor(fn.centres_left), queries, lengthscales)
         self._k_right = rbf_gram(compute.tensor(fn.centres_right), queries, lengthscales)
         lam = fn.context_cme_lambda if context_cme_lambda is None else context_cme_lambda
-        self.embedding = CoalitionEmbedding(
+        # A CMEPlan (cme_select) swaps in CG or Nyström; without one, exact as before.
+        make = CoalitionEmbedding if plan is None else plan.embedding
+        self.embedding = make(
             pool=fn.contexts,
             pool_weights=fn.context_weights,
             centres=centre_contexts,

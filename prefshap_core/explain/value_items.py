@@ -32,6 +32,7 @@ from prefshap_core.explain.cme import (
     sparse_csr,
     unique_rows,
 )
+from prefshap_core.explain.cme_select import CMEPlan
 from prefshap_core.models.preference_function import PreferenceFunction
 
 # Elements per temporary (duels x centres) in the per-duel contraction.
@@ -60,6 +61,7 @@ class ItemGame:
         cme_lambda: float | None = None,
         solver: CMESolver | None = None,
         stats: EngineStats | None = None,
+        plan: CMEPlan | None = None,
     ) -> None:
         self.kind = fn.kind
         self.compute = compute
@@ -87,7 +89,9 @@ class ItemGame:
                 summed,
                 (n_centre_rows, n_centre_rows),
             )
-        self.embedding = CoalitionEmbedding(
+        # A CMEPlan (cme_select) swaps in CG or Nyström; without one, exact as before.
+        make = CoalitionEmbedding if plan is None else plan.embedding
+        self.embedding = make(
             pool=fn.items,
             pool_weights=None,
             centres=centre_rows,
