@@ -16,9 +16,8 @@ from prefshap_core.explain.cme import (
     CholeskySolver,
     CMESystem,
     CoalitionEmbedding,
-    choose_cme_lambda,
-    cme_lambda_scores,
 )
+from prefshap_core.explain.cme_lambda import choose_cme_lambda, cme_lambda_scores
 from prefshap_core.explain.coalitions import all_coalitions
 from prefshap_core.explain.reference import gamma_direct
 

@@ -7,9 +7,8 @@ from prefshap_core.explain.cme import (
     CMESolver,
     CMESystem,
     EngineStats,
-    choose_cme_lambda,
-    cme_lambda_scores,
 )
+from prefshap_core.explain.cme_lambda import choose_cme_lambda, cme_lambda_scores
 from prefshap_core.explain.coalitions import (
     CoalitionSet,
     all_coalitions,

@@ -20,7 +20,8 @@ from prefshap_core import __version__
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, split_duels
 from prefshap_core.errors import DataValidationError, NotFittedError
-from prefshap_core.explain.cme import DEFAULT_CONTEXT_CME_LAMBDA, choose_cme_lambda
+from prefshap_core.explain.cme import DEFAULT_CONTEXT_CME_LAMBDA
+from prefshap_core.explain.cme_lambda import choose_cme_lambda
 from prefshap_core.metrics import classification_metrics
 from prefshap_core.models.hyperparameters import (
     CG_ITERATIONS,
