@@ -34,10 +34,13 @@ class TrainSettings:
     kind: str = "gpm"
     seed: int = 0
     n_centres: int = 2000
+    lengthscales: tuple[float, ...] | None = None  # one per item column (model space)
     lengthscale_scale: float | None = None
+    context_lengthscales: tuple[float, ...] | None = None  # one per context column
     penalty: float | None = None
     loss: str = "logistic"
     cme_lambda: float | None = None
+    context_cme_lambda: float | None = None
     dtype: str = "float64"
     device: str = "cpu"
     backend: str = "torch"  # "falkon": the optional falkon package, if installed
@@ -47,10 +50,15 @@ class TrainSettings:
         return make_model(
             kind or self.kind,
             n_centres=self.n_centres,
+            lengthscales=None if self.lengthscales is None else np.asarray(self.lengthscales),
             lengthscale_scale=self.lengthscale_scale,
+            context_lengthscales=(
+                None if self.context_lengthscales is None else np.asarray(self.context_lengthscales)
+            ),
             penalty=self.penalty,
             loss=self.loss,
             cme_lambda=self.cme_lambda,
+            context_cme_lambda=self.context_cme_lambda,
             seed=self.seed,
             backend=self.backend,
             compute=Compute(device=self.device, dtype=self.dtype),

@@ -131,3 +131,22 @@ def test_datasets_command_and_module_entry_point():
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "synthetic" in result.stdout and "<directory>" in result.stdout
+
+
+def test_train_takes_explicit_lengthscales_as_they_are(tmp_path, capsys):
+    out = tmp_path / "ls.npz"
+    given = [0.5, 1.5, 2.5, 3.0, 3.0, 3.0]  # sample_data: speed, power, stamina, style x3
+    code = main(["train", "--data", str(SAMPLE), "--model", "cgpm", "--out", str(out),
+                 "--n-centres", "100", "--penalty", "1e-4", "--quiet",
+                 "--lengthscales", ",".join(map(str, given)),
+                 "--context-lengthscales", "2,2", "--context-cme-lambda", "0.01"])  # fmt: skip
+    assert code == 0
+    fn = load_model(out)
+    assert fn.lengthscales.tolist() == given
+    assert fn.context_lengthscales.tolist() == [2.0, 2.0]
+    assert fn.context_cme_lambda == 0.01
+    json.loads(capsys.readouterr().out)
+    with pytest.raises(SystemExit) as exit_info:  # argparse refuses it, with usage
+        main(["train", "--data", str(SAMPLE), "--out", str(out), "--lengthscales", "1,-2"])
+    assert exit_info.value.code == 2
+    assert "lengthscales must be positive" in capsys.readouterr().err

@@ -81,6 +81,22 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
             "CME regulariser (explanations)", min_value=1e-12, value=None, placeholder=auto,
             format="%g", key="train:cme", persist_state=state.PERSIST,
         )  # fmt: skip
+        lengthscales = _lengthscales_input(
+            "Item lengthscales", loaded.data.item_space.feature_names, f"train:lengthscales:{fp}"
+        )
+        context_lengthscales = context_cme_lambda = None
+        if loaded.has_context and kind == "cgpm":
+            assert loaded.data.context_space is not None
+            c = st.columns([2, 1])
+            with c[0]:
+                context_lengthscales = _lengthscales_input(
+                    "Context lengthscales", loaded.data.context_space.feature_names,
+                    f"train:context_lengthscales:{fp}",
+                )  # fmt: skip
+            context_cme_lambda = c[1].number_input(
+                "Context CME regulariser", min_value=1e-12, value=None, placeholder=auto,
+                format="%g", key="train:context_cme", persist_state=state.PERSIST,
+            )  # fmt: skip
         c = st.columns(4)
         dtype = c[0].selectbox(
             "Precision", ["float64", "float32"], key="train:dtype", persist_state=state.PERSIST
@@ -101,7 +117,10 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
         kind=kind,
         seed=int(seed),
         n_centres=int(n_centres),
+        lengthscales=lengthscales,
         lengthscale_scale=lengthscale_scale,
+        context_lengthscales=context_lengthscales,
+        context_cme_lambda=context_cme_lambda,
         penalty=penalty,
         loss=loss,
         cme_lambda=cme_lambda,
@@ -110,6 +129,31 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
         backend=backend,
         baseline=bool(baseline),
     )
+
+
+def _lengthscales_input(label: str, columns: tuple[str, ...], key: str) -> tuple[float, ...] | None:
+    """Optional per-column lengthscales; a wrong entry is named and not used."""
+    text = st.text_input(
+        f"{label} ({len(columns)}, comma-separated)",
+        placeholder="automatic (median heuristic x scale)",
+        key=key,
+        persist_state=state.PERSIST,
+        help="In model space (standardised columns), in this order: " + ", ".join(columns),
+    ).strip()
+    if not text:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        st.error(f"{label}: not a comma-separated list of numbers; using automatic ones.")
+        return None
+    if len(values) != len(columns) or min(values) <= 0:
+        st.error(
+            f"{label}: give {len(columns)} positive numbers (one per column: "
+            f"{', '.join(columns)}); got {len(values)}. Using automatic ones."
+        )
+        return None
+    return values
 
 
 def _specr_sentence(specr: float, auc: float, upm_auc: float | None) -> str:

@@ -29,7 +29,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="model file to write (.npz)")
     parser.add_argument("--data-dir", help="real datasets folder (default: $PREFSHAP_DATA_DIR)")
     parser.add_argument("--n-centres", type=int, default=2000, help="Nyström centres (duels)")
+    parser.add_argument(
+        "--lengthscales",
+        type=_floats,
+        help="fix every item lengthscale (comma-separated, one per model column, model space)",
+    )
     parser.add_argument("--lengthscale-scale", type=float, help="fix the lengthscale scale")
+    parser.add_argument(
+        "--context-lengthscales",
+        type=_floats,
+        help="fix the context lengthscales (comma-separated, C-GPM)",
+    )
+    parser.add_argument(
+        "--context-cme-lambda",
+        type=float,
+        help="regulariser of the context explanations' CMEs (C-GPM)",
+    )
     parser.add_argument("--penalty", type=float, help="fix the penalty (else chosen on validation)")
     parser.add_argument("--loss", choices=("logistic", "squared"), default="logistic")
     parser.add_argument("--cme-lambda", type=float, help="regulariser of the explanations' CMEs")
@@ -54,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
         kind=args.model,
         seed=args.seed,
         n_centres=args.n_centres,
+        lengthscales=args.lengthscales,
         lengthscale_scale=args.lengthscale_scale,
+        context_lengthscales=args.context_lengthscales,
+        context_cme_lambda=args.context_cme_lambda,
         penalty=args.penalty,
         loss=args.loss,
         cme_lambda=args.cme_lambda,
@@ -70,3 +88,15 @@ def run(args: argparse.Namespace) -> int:
     report["out"] = str(args.out)
     print(json.dumps(report, sort_keys=False), flush=True)
     return 0
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}"
+        ) from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError("lengthscales must be positive")
+    return values

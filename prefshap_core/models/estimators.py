@@ -115,11 +115,12 @@ class PreferenceModel:
 
         base_ls = self._base_lengthscales(data)
         context_ls = self._context_lengthscales(data)
-        scales = (
-            [float(self.lengthscale_scale)]
-            if self.lengthscale_scale is not None
-            else scale_candidates(data.item_space.n_groups)
-        )
+        if self.lengthscale_scale is not None:
+            scales = [float(self.lengthscale_scale)]
+        elif self.lengthscales is not None:
+            scales = [1.0]  # lengthscales given as they are meant: no search over a scale
+        else:
+            scales = scale_candidates(data.item_space.n_groups)
         penalties = [float(self.penalty)] if self.penalty is not None else list(self.penalty_path)
         fitter = PathFitter(
             kind=self.kind,
