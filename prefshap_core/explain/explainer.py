@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from prefshap_core.compute import Compute
-from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme import (
     DEFAULT_CME_LAMBDA,
@@ -47,6 +46,7 @@ from prefshap_core.explain.coalitions import (
     sample_paired_coalitions,
 )
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.player_data import context_columns, player_differences
 from prefshap_core.explain.shapley import ExactShapley, KernelShapley
 from prefshap_core.explain.value_context import ContextGame
 from prefshap_core.explain.value_items import ItemGame, resolve_lambda
@@ -152,6 +152,23 @@ def _model_output(
     return fn.decision_on_pool(
         fn.items[query], local[: len(a)], local[len(a) :], context_pool, context_index, compute
     )
+
+
+def _shapley_over_duels(
+    coalitions: CoalitionSet,
+    make_evaluate,  # (rows of distinct duels, progress) -> ((masks) -> (K, rows) values)
+    v_empty: np.ndarray,
+    v_full: np.ndarray,
+    progress: Progress,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Shapley values and standard errors of every distinct duel, group by group."""
+    phi = np.zeros((len(v_full), coalitions.n_players))
+    se = np.zeros_like(phi)
+    groups = _duel_groups(len(v_full), coalitions.n_coalitions)
+    for g, rows in enumerate(groups):
+        evaluate = make_evaluate(rows, progress.span(g / len(groups), (g + 1) / len(groups)))
+        phi[rows], se[rows] = _shapley_values(coalitions, evaluate, v_empty[rows], v_full[rows])
+    return phi, se
 
 
 def _duel_groups(n_unique: int, n_coalitions: int) -> list[np.ndarray]:
@@ -272,27 +289,22 @@ def explain_items(
         solver,
     )
     outputs_u = _model_output(fn, a, b, None, None, compute)
-    phi_u = np.zeros((len(a), space.n_groups))
-    se_u = np.zeros_like(phi_u)
-    groups = _duel_groups(len(a), coalitions.n_coalitions)
-    for g, rows in enumerate(groups):
+
+    def make_evaluate(rows: np.ndarray, span: Progress):
         query, query_index = np.unique(canon.keys[rows], return_inverse=True)
         query_index = query_index.reshape(len(rows), 2)
         game = ItemGame(fn, fn.items[query], compute, lam, None, stats, plan)
-        span = progress.span(g / len(groups), (g + 1) / len(groups))
-
-        def evaluate(masks, game=game, query_index=query_index, span=span):
-            return game.values(
-                masks,
-                query_index[:, 0],
-                query_index[:, 1],
-                batch=coalition_batch,
-                on_batch=lambda f: span.update("explaining item features", f),
-            )
-
-        phi_u[rows], se_u[rows] = _shapley_values(
-            coalitions, evaluate, np.zeros(len(rows)), outputs_u[rows]
+        return lambda masks: game.values(
+            masks,
+            query_index[:, 0],
+            query_index[:, 1],
+            batch=coalition_batch,
+            on_batch=lambda f: span.update("explaining item features", f),
         )
+
+    phi_u, se_u = _shapley_over_duels(
+        coalitions, make_evaluate, np.zeros(len(a)), outputs_u, progress
+    )
     sign = canon.sign
     data, labels = player_differences(space, fn.items[left_rows], fn.items[right_rows])
     return Explanation(
@@ -383,38 +395,22 @@ def explain_context(
     )
     outputs_u = _model_output(fn, a, b, context_pool, c, compute)
     base_u = _model_output(fn, a, b, None, None, compute)
-    phi_u = np.zeros((len(a), space.n_groups))
-    se_u = np.zeros_like(phi_u)
-    groups = _duel_groups(len(a), coalitions.n_coalitions)
-    for g, rows in enumerate(groups):
+
+    def make_evaluate(rows: np.ndarray, span: Progress):
         items, item_index = np.unique(canon.keys[rows, :2], return_inverse=True)
         item_index = item_index.reshape(len(rows), 2)
         ctx, ctx_index = np.unique(c[rows], return_inverse=True)
-        game = ContextGame(
-            fn,
-            fn.items[items],
-            context_pool[ctx],
-            compute,
-            context_cme_lambda,
-            None,
-            stats,
-            plan,
+        game = ContextGame(fn, fn.items[items], context_pool[ctx], compute, lam, None, stats, plan)
+        return lambda masks: game.values(
+            masks,
+            item_index[:, 0],
+            item_index[:, 1],
+            ctx_index.reshape(-1),
+            batch=coalition_batch,
+            on_batch=lambda f: span.update("explaining context features", f),
         )
-        span = progress.span(g / len(groups), (g + 1) / len(groups))
 
-        def evaluate(masks, game=game, item_index=item_index, ctx_index=ctx_index, span=span):
-            return game.values(
-                masks,
-                item_index[:, 0],
-                item_index[:, 1],
-                ctx_index.reshape(-1),
-                batch=coalition_batch,
-                on_batch=lambda f: span.update("explaining context features", f),
-            )
-
-        phi_u[rows], se_u[rows] = _shapley_values(
-            coalitions, evaluate, base_u[rows], outputs_u[rows]
-        )
+    phi_u, se_u = _shapley_over_duels(coalitions, make_evaluate, base_u, outputs_u, progress)
     sign = canon.sign
     context_values, labels = context_columns(space, contexts)
     return Explanation(
@@ -444,56 +440,3 @@ def explain_context(
             cme=plan.report(),
         ),
     )
-
-
-# -- what the plots show next to the values ------------------------------------------
-def _player_labels(space: FeatureSpace, rows: np.ndarray) -> np.ndarray:
-    """(n, p) str: each row's raw value per single-column player, its categories per group."""
-    raw = space.to_raw(rows)
-    out = np.empty((len(rows), space.n_groups), dtype=object)
-    for g, name in enumerate(space.group_names):
-        cols = space.group_columns(g)
-        if len(cols) == 1:
-            out[:, g] = [f"{v:.4g}" for v in raw[:, cols[0]]]
-            continue
-        prefix = f"{name}="
-        cats = [
-            space.feature_names[j][len(prefix) :]
-            if space.feature_names[j].startswith(prefix)
-            else space.feature_names[j]
-            for j in cols
-        ]
-        active = raw[:, cols] >= 0.5
-        out[:, g] = [
-            "/".join(c for c, on in zip(cats, hit, strict=True) if on) or "none" for hit in active
-        ]
-    return out
-
-
-def player_differences(
-    space: FeatureSpace, x_left: np.ndarray, x_right: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """data (x_left - x_right in raw units; NaN for groups) and "left vs right" labels."""
-    data = np.full((len(x_left), space.n_groups), np.nan)
-    for g in range(space.n_groups):
-        cols = space.group_columns(g)
-        if len(cols) == 1:
-            j = cols[0]
-            data[:, g] = (x_left[:, j] - x_right[:, j]) * space.scale[j]
-    rows, inverse = np.unique(np.vstack([x_left, x_right]), axis=0, return_inverse=True)
-    per_row = _player_labels(space, rows)[inverse.reshape(-1)]
-    n = len(x_left)
-    labels = np.char.add(np.char.add(per_row[:n].astype(str), " vs "), per_row[n:].astype(str))
-    return data, labels.astype(object)
-
-
-def context_columns(space: FeatureSpace, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Raw context value per single-column player (NaN for groups) and display labels."""
-    raw = space.to_raw(contexts)
-    values = np.full((len(contexts), space.n_groups), np.nan)
-    for g in range(space.n_groups):
-        cols = space.group_columns(g)
-        if len(cols) == 1:
-            values[:, g] = raw[:, cols[0]]
-    rows, inverse = np.unique(contexts, axis=0, return_inverse=True)
-    return values, _player_labels(space, rows)[inverse.reshape(-1)]
