@@ -25,6 +25,7 @@ from dashboard import sources, state
 from dashboard.jobs import Job
 from prefshap_core import workflow
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
+from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.progress import Progress
 
@@ -154,10 +155,14 @@ def collect_finished_jobs() -> None:
 class ExplainRequest:
     """Which duels to explain, after capping: what a page asks the engine for."""
 
-    what: str  # "items" | "context"
+    options: ExplainOptions  # what is explained and how
     duels: np.ndarray  # duel indices of the dataset (sorted)
     n_available: int  # how many the subset had before capping
     key: str
+
+    @property
+    def what(self) -> str:
+        return self.options.what
 
     @property
     def sampled(self) -> bool:
@@ -176,8 +181,24 @@ def request(
     """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation."""
     n_available = len(np.unique(duels))
     duels = workflow.sample_duels(duels, cap, seed)
-    key = explanation_key(loaded.fingerprint, model.settings_fp, what, duels, seed=seed)
-    return ExplainRequest(what, duels, n_available, key)
+    options = ExplainOptions(what=what)  # type: ignore[arg-type]
+    dtype = model.result.settings.dtype
+    key = explanation_key(
+        loaded.fingerprint, model.settings_fp, duels, options, dtype, cap_seed=seed
+    )
+    return ExplainRequest(options, duels, n_available, key)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _explainer(model_key: tuple[str, str], options_key: str, _fn, _options) -> Explainer:
+    return Explainer(_fn, _options)
+
+
+def explainer_for(model: state.TrainedModel, options: ExplainOptions) -> Explainer:
+    """One explainer per model and options for the whole server: it keeps each
+    coalition's factorization, so later explanations between the same pool are cheap."""
+    key = (model.data_fp, model.settings_fp)
+    return _explainer(key, options.key(), model.result.function, options)
 
 
 def _owner(loaded: state.LoadedData, model: state.TrainedModel, what: str) -> Owner:
@@ -216,7 +237,11 @@ def explain_now(
     if found is not None:
         return found
     expl = workflow.explain_duels(
-        model.result.function, loaded.data, req.duels, what=req.what, progress=progress
+        model.result.function,
+        loaded.data,
+        req.duels,
+        explainer=explainer_for(model, req.options),
+        progress=progress,
     )
     expl = replace(expl, meta={**expl.meta, "dataset": loaded.title})
     disk_cache().save_explanation(req.key, expl)
