@@ -6,7 +6,7 @@ For distinct duels ``(a, b)`` between query items and every proper coalition ``S
     UPM:                v(S) = f_S(a) - f_S(b),    f_S(x) = sum_j alpha_j (G[cl_j, x] - G[cr_j, x])
 
 with ``G = Gamma_S(centres, queries)`` from :mod:`cme` (C-GPM: the context-averaged
-``alpha``). ``t(a, b) - t(b, a)`` is the bracket of METHOD.md written so that a duel
+``alpha``). ``t(a, b) - t(b, a)`` is the bracket of docs/method.md written so that a duel
 and its swap are the same numbers subtracted the other way round. Centres are
 gathered, never re-evaluated: ``t(a, b) = sum_p G[p, a] R[p, b]`` over the distinct
 centre items ``p`` with ``R[p] = sum_{j: cl_j = p} alpha_j G[cr_j]``.
