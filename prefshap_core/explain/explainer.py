@@ -36,7 +36,13 @@ from prefshap_core.explain.cme.base import (
     EngineStats,
 )
 from prefshap_core.explain.duels import CanonicalDuels, canonical_duels, resolve_side
-from prefshap_core.explain.executor import CoalitionWork, LocalExecutor, coalition_slices
+from prefshap_core.explain.executor import (
+    CoalitionWork,
+    LocalExecutor,
+    coalition_slices,
+    default_task_coalitions,
+    run_estimator,
+)
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.games.base import Game
 from prefshap_core.explain.games.context import ContextGame
@@ -300,7 +306,12 @@ class Explainer:
         v_empty, v_full = game.boundary(canon.batch)
         executor = options.executor or LocalExecutor()
         batch_size = options.coalition_batch or (8 if self.compute.device.startswith("cuda") else 1)
-        slices = coalition_slices(coalitions.n_coalitions, options.task_coalitions)
+        # The partition depends on the options only: every executor reduces the same
+        # batches in the same order, so they all give the same numbers.
+        per_task = options.task_coalitions or default_task_coalitions(
+            coalitions.n_coalitions, coalitions.n_players
+        )
+        slices = coalition_slices(coalitions.n_coalitions, per_task)
         groups = _duel_groups(len(v_full), coalitions.n_coalitions)
         results = []
         for g, rows in enumerate(groups):
@@ -324,8 +335,7 @@ class Explainer:
                 coalition_batch=batch_size,
                 on_batch=on_batch,
             )
-            partials = executor.map(work, slices, on_done)
-            results.append(estimator.finish(partials, v_empty[rows], v_full[rows]))
+            results.append(run_estimator(executor, work, slices, on_done))
         return v_empty, v_full, _concatenate(results)
 
     def _meta(self, coalitions: CoalitionSet, start: float, n_unique: int) -> dict[str, Any]:

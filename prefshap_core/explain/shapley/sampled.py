@@ -6,6 +6,10 @@ as an exact constraint (the last player is eliminated, so float32 inputs cannot
 bend it). When the coalitions are all proper coalitions, the answer is the exact
 Shapley value (Lundberg & Lee 2017, Thm. 2).
 
+Both are computed in two passes of additive statistics over batches of rows
+(:meth:`KernelShapley.partial_statistics`), so a cluster's workers send back
+``p x duels`` numbers per batch, never the coalition values.
+
 Standard errors (sampled only) are the jackknife over complementary pairs, in its
 closed cluster-robust form (CR3): ``se_i^2 = (1 - coverage) * sum_pairs
 (H_i,g (I - L_gg)^-1 r_g)^2`` with ``H`` the map from values to estimates, ``r``
@@ -43,6 +47,8 @@ class KernelShapley:
             raise ValueError("standard errors need clusters (pairs) of equal size")
         # Rows grouped by cluster: (G, c) blocks after a reshape.
         self._order, self._cluster_size = order, int(counts.max())
+        self._position = np.empty_like(order)  # each row's place in cluster order
+        self._position[order] = np.arange(len(order))
         z = masks[order].astype(np.float64)
         w = kernel_weights(sizes[order], p)
         x = z[:, :-1] - z[:, -1:]  # eliminate phi_p = delta - sum(others)
@@ -63,28 +69,59 @@ class KernelShapley:
         self, values: np.ndarray, v_empty: np.ndarray, v_full: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """values (K, D) of the sampled coalitions -> phi (D, p), standard errors (D, p)."""
-        values = np.asarray(values, dtype=np.float64)[self._order]
+        rows = np.arange(self.coalitions.n_coalitions)
+        phi = self.solve(self.partial_statistics(values, rows, v_empty, v_full), v_empty, v_full)
+        return self.finish(self.partial_statistics(values, rows, v_empty, v_full, phi), phi)
+
+    # -- two passes over batches of rows (the executor seam) ----------------------------
+    def partial_statistics(
+        self,
+        values: np.ndarray,
+        rows: np.ndarray,
+        v_empty: np.ndarray,
+        v_full: np.ndarray,
+        phi: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Additive statistics of the coalitions ``rows`` (values (B, D)).
+
+        First pass (``phi`` None): (p - 1, D), the free estimates' share of these rows
+        (linear in the values). Second pass (``phi`` (D, p) from :meth:`solve`): (p, D),
+        the squared jackknife terms of the clusters in ``rows``, which must hold whole
+        clusters (pairs).
+        """
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        position = self._position[rows]  # rows in cluster order
+        values = np.asarray(values, dtype=np.float64)
         v_empty = np.asarray(v_empty, dtype=np.float64)
         delta = np.asarray(v_full, dtype=np.float64) - v_empty  # (D,)
-        y = values - v_empty[None, :]  # (K, D)
-        free = self._free @ (y - self._last[:, None] * delta[None, :])  # (p-1, D)
-        phi = np.vstack([free, delta[None, :] - free.sum(0, keepdims=True)])  # (p, D)
-        g, c = self._deflate.shape[0], self._cluster_size
-        residuals = (y - self._z @ phi).reshape(g, c, -1)
-        adjusted = np.einsum("gab,gbd->gad", self._deflate, residuals)  # (G, c, D)
-        var = np.zeros_like(phi)
-        for i in range(phi.shape[0]):
-            per_cluster = np.einsum("ga,gad->gd", self._influence[i].reshape(g, c), adjusted)
-            var[i] = (per_cluster**2).sum(0)
-        var *= max(0.0, 1.0 - self.coalitions.coverage)
-        return phi.T, np.sqrt(var).T
+        y = values - v_empty[None, :]  # (B, D)
+        if phi is None:
+            return self._free[:, position] @ (y - self._last[position, None] * delta[None, :])
+        c = self._cluster_size
+        order = np.argsort(position, kind="stable")
+        sorted_position = position[order]
+        clusters = sorted_position[::c] // c
+        if len(rows) % c or not np.array_equal(
+            sorted_position, (clusters[:, None] * c + np.arange(c)).reshape(-1)
+        ):
+            raise ValueError("second-pass batches must hold whole clusters (pairs)")
+        fit = np.asarray(phi, dtype=np.float64).T  # (p, D)
+        residuals = (y[order] - self._z[sorted_position] @ fit).reshape(len(clusters), c, -1)
+        adjusted = np.einsum("gab,gbd->gad", self._deflate[clusters], residuals)  # (G_b, c, D)
+        influence = self._influence[:, sorted_position].reshape(-1, len(clusters), c)
+        out = np.zeros_like(fit)
+        for i in range(fit.shape[0]):
+            per_cluster = np.einsum("ga,gad->gd", influence[i], adjusted)
+            out[i] = (per_cluster**2).sum(0)
+        return out
 
-    def partial(self, values: np.ndarray, rows: slice) -> tuple[slice, np.ndarray]:
-        """The values of the coalitions ``rows`` themselves (the residuals need them all)."""
-        return rows, np.asarray(values, dtype=np.float64)
+    def solve(self, first: np.ndarray, v_empty: np.ndarray, v_full: np.ndarray) -> np.ndarray:
+        """phi (D, p) from the summed first-pass statistics (efficiency exact)."""
+        delta = np.asarray(v_full, dtype=np.float64) - np.asarray(v_empty, dtype=np.float64)
+        free = np.asarray(first, dtype=np.float64)
+        return np.vstack([free, delta[None, :] - free.sum(0, keepdims=True)]).T
 
-    def finish(
-        self, partials: list[tuple[slice, np.ndarray]], v_empty: np.ndarray, v_full: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        values = np.vstack([part for _, part in sorted(partials, key=lambda p: p[0].start)])
-        return self(values, v_empty, v_full)
+    def finish(self, second: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(phi, se), both (D, p), from the summed second-pass statistics."""
+        var = np.asarray(second, dtype=np.float64) * max(0.0, 1.0 - self.coalitions.coverage)
+        return np.asarray(phi, dtype=np.float64), np.sqrt(var).T
