@@ -6,6 +6,7 @@ Contract (scripts call it exactly so):
         [--what items|context] [--exact] [--samples N] [--seed S]
         [--dtype float64|float32] [--device cpu|cuda]
         [--cme-method auto|cholesky|cg|nystrom]
+        [--scheduler tcp://HOST:8786 | --workers N] [--connect-timeout SECONDS]
 
 DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``winner``
 (an id, or ``left``/``right``), and for ``--what context`` the context: either one
@@ -16,14 +17,20 @@ OUT.csv: one row per input duel, in input order: ``left,right``, then ``duel_id`
 ``winner`` when DUELS.csv has them (as given), ``output,base_value``, one column per
 player (group name), then for sampled runs ``se:<player>`` (standard errors of the
 sampled values); values left-vs-right (positive favours left).
+
+``--scheduler`` runs the coalition batches on a running Dask cluster, ``--workers N``
+on a local cluster of N worker processes (loopback only); neither: in this process.
+The numbers are the same either way (README, "Running on a cluster").
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +42,12 @@ from prefshap_core.data.csv_io import read_table, row_numbers
 from prefshap_core.data.encoding import EncodingSpec, encode_rows
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain import Explainer, ExplainOptions, cme_options
+from prefshap_core.explain.dask_executor import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DaskExecutor,
+    close_local_cluster,
+    local_cluster,
+)
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.options import CME_METHODS
 from prefshap_core.models.model_file import load_model
@@ -64,8 +77,43 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="how the coalition CMEs are solved: exact Cholesky, preconditioned CG (exact "
         "to its tolerance), Nyström (approximate, very large pools), or auto (default)",
     )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--scheduler", help="run on the Dask cluster of this scheduler (tcp://HOST:8786)"
+    )
+    where.add_argument(
+        "--workers", type=int, help="run on a local Dask cluster of N worker processes"
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        help=f"seconds to reach --scheduler (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
+
+
+@contextlib.contextmanager
+def _executor(args: argparse.Namespace) -> Iterator[DaskExecutor | None]:
+    """Where the batches run: a cluster's executor (closed afterwards), or None."""
+    if args.scheduler is not None:
+        # connected now: an unreachable scheduler fails before any work
+        executor = DaskExecutor(args.scheduler, connect_timeout=args.connect_timeout).connect()
+        try:
+            yield executor
+        finally:
+            executor.close()
+    elif args.workers is not None:
+        if args.workers < 1:
+            raise ValueError("--workers must be at least 1")
+        cluster, executor = local_cluster(args.workers)
+        try:
+            yield executor
+        finally:
+            close_local_cluster(cluster, executor)
+    else:
+        yield None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,27 +127,29 @@ def run(args: argparse.Namespace) -> int:
     table = read_table(Path(args.duels), file_name=file_name)
     left, right = _ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name)
     winners = _winners(table, left, right, file_name)
-    options = ExplainOptions(
-        what=args.what,
-        max_exact_players=10**9 if args.exact else (0 if args.samples is not None else None),
-        n_samples=args.samples,
-        seed=args.seed,
-        cme=cme_options(args.cme_method),
-    )
     contexts = None
     if args.what == "context":
         if fn.kind != "cgpm":
             raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
         contexts = _contexts(table, fn, file_name)
-    explainer = Explainer(fn, options, compute=Compute(device=args.device, dtype=args.dtype))
-    expl = explainer(
-        left,
-        right,
-        contexts=contexts,
-        winners=winners,
-        duel_ids=np.array([str(r) for r in row_numbers(table)]),
-        progress=stderr_progress(args.quiet),
-    )
+    with _executor(args) as executor:
+        options = ExplainOptions(
+            what=args.what,
+            max_exact_players=10**9 if args.exact else (0 if args.samples is not None else None),
+            n_samples=args.samples,
+            seed=args.seed,
+            cme=cme_options(args.cme_method),
+            executor=executor,
+        )
+        explainer = Explainer(fn, options, compute=Compute(device=args.device, dtype=args.dtype))
+        expl = explainer(
+            left,
+            right,
+            contexts=contexts,
+            winners=winners,
+            duel_ids=np.array([str(r) for r in row_numbers(table)]),
+            progress=stderr_progress(args.quiet),
+        )
     out = explanation_table(expl, table)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(args.out, index=False, float_format="%.17g")
@@ -110,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
         "shapley": expl.meta.get("shapley"),
         "n_coalitions": expl.meta.get("n_coalitions"),
         "cme_method": expl.meta.get("cme", {}).get("method"),
+        "executor": "in-process" if options.executor is None else repr(options.executor),
         "max_efficiency_gap": expl.efficiency_gap(),
         "seconds": time.perf_counter() - start,
         "out": str(args.out),

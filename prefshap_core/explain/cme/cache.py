@@ -82,6 +82,14 @@ class FactorCache:
         self._used.clear()
         self.bytes = 0
 
+    def __getstate__(self) -> dict[str, object]:
+        # Travels empty (to a cluster worker): entries are this process's memory,
+        # rebuilt where they are needed; only the budget goes along.
+        return {"max_bytes": self.max_bytes}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(int(state["max_bytes"]))  # type: ignore[misc, arg-type]
+
     def report(self) -> dict[str, int]:
         return {
             "entries": len(self._entries),

@@ -162,6 +162,11 @@ class CoalitionEmbedding:
     def n_centres(self) -> int:
         return len(self.problem.centres)
 
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_pool_universe"] = None  # a per-process cache, rebuilt on first bind
+        return state
+
     def bind(self, queries: np.ndarray) -> Universe:
         """The universe of one call's query rows (pass it to :meth:`gammas`)."""
         if self._pool_universe is None:

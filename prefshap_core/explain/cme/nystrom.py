@@ -229,6 +229,11 @@ class NystromEmbedding:
         self.report = NystromReport(self.n_landmarks, landmarks)
         self._pool_universe: PoolUniverse | None = None
 
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_pool_universe"] = None  # a per-process cache, rebuilt on first bind
+        return state
+
     def bind(self, queries: np.ndarray) -> Universe:
         if self._pool_universe is None:
             self._pool_universe = PoolUniverse(self.problem, self.compute)

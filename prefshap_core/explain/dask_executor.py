@@ -1,0 +1,324 @@
+"""Coalition batches on a Dask cluster: the same numbers as in-process, on many machines.
+
+    from prefshap_core.explain import Explainer, ExplainOptions
+    from prefshap_core.explain.dask_executor import DaskExecutor
+
+    options = ExplainOptions(executor=DaskExecutor("tcp://scheduler:8786"))
+    explanation = Explainer(model, options)(left, right)
+
+How a call runs (the executor seam, :mod:`executor`): the game (the model, the item
+pool and the CME problem; never its factor cache or its pool-class caches) is
+scattered to every worker once per explainer (``broadcast``), each duel group's
+work (the duels, the coalition masks, the estimator, the boundary values) once per
+group; then one task per coalition slice. Exact runs return ``A[:, rows] v``
+(p x duels) per task; sampled runs keep each slice's values on its worker and
+return the two passes' statistics only. The client sums the partials in slice order,
+as :class:`~prefshap_core.explain.executor.LocalExecutor` does, and the slices come
+from the options alone, so the numbers equal the in-process run's.
+
+Same numbers also needs the same floating-point path: every task runs with
+``torch_threads`` intra-op threads (default: this process's count, which is what
+the in-process run uses), on workers with the same CPU kind and library builds.
+A worker that dies mid-run loses nothing: the scheduler reruns its tasks elsewhere
+from the scattered inputs (replicated on every worker). Progress is reported as
+tasks finish; a cancelled :class:`~prefshap_core.progress.Progress` cancels the
+call's futures. Dask is imported only when an executor first connects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import pickle
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from prefshap_core.errors import PrefShapError
+from prefshap_core.explain.executor import CoalitionWork, KeptValues, Reducer
+from prefshap_core.explain.games.base import Game
+
+DEFAULT_CONNECT_TIMEOUT = 10.0
+# Progress (and with it cancellation) is looked at this often while tasks run.
+_POLL_SECONDS = 0.1
+
+
+class SchedulerUnreachableError(PrefShapError, ConnectionError):
+    """No Dask scheduler answered at the address within the connect timeout."""
+
+
+@dataclass
+class TransferStats:
+    """Bytes an executor moved: scattered to each worker, and returned by tasks."""
+
+    scattered_bytes_per_worker: int = 0
+    returned_bytes: int = 0
+    tasks: int = 0
+    scatters: list[tuple[str, int]] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.scattered_bytes_per_worker = self.returned_bytes = self.tasks = 0
+        self.scatters.clear()
+
+
+class DaskExecutor:
+    """Runs an explanation's coalition batches on a Dask ``distributed`` cluster.
+
+    ``client_or_address``: a ``distributed.Client`` (kept open: the caller owns it) or a
+    scheduler address such as ``"tcp://host:8786"`` (connected on first use, within
+    ``connect_timeout`` seconds, else :class:`SchedulerUnreachableError`).
+    ``torch_threads``: intra-op threads of every task (``None``: this process's
+    ``torch.get_num_threads()``, so results equal an in-process run here).
+    """
+
+    def __init__(
+        self,
+        client_or_address: Any,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        *,
+        torch_threads: int | None = None,
+    ) -> None:
+        if isinstance(client_or_address, str):
+            self.address: str = client_or_address
+            self._client: Any = None
+            self._owns_client = True
+        else:
+            self._client = client_or_address
+            self.address = str(getattr(client_or_address.scheduler, "address", "client"))
+            self._owns_client = False
+        if not connect_timeout > 0:
+            raise ValueError(f"connect_timeout must be positive, got {connect_timeout}")
+        self.connect_timeout = float(connect_timeout)
+        if torch_threads is None:
+            import torch
+
+            torch_threads = torch.get_num_threads()
+        self.torch_threads = int(torch_threads)
+        self.transfer = TransferStats()
+        # game -> its scattered future; a game leaves the cluster with its explainer
+        self._games: weakref.WeakKeyDictionary[Game, Any] = weakref.WeakKeyDictionary()
+
+    # -- connection --------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The ``distributed.Client``, connected on first use."""
+        if self._client is None:
+            self._client = connect(self.address, self.connect_timeout)
+        return self._client
+
+    def connect(self) -> DaskExecutor:
+        """Connect now (else on first use); raises :class:`SchedulerUnreachableError`."""
+        _ = self.client
+        return self
+
+    def n_workers(self) -> int:
+        return len(self.client.nthreads())
+
+    def close(self) -> None:
+        """Close a client this executor opened (one it was given stays open)."""
+        if self._client is not None and self._owns_client:
+            self._client.close()
+        self._client = None
+        self._games = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"DaskExecutor({self.address!r})"
+
+    # -- the executor seam -------------------------------------------------------------
+    def map(
+        self,
+        work: CoalitionWork,
+        batches: Sequence[slice],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[Any]:
+        game, shell = self._scatter_work(work)
+        futures = self._submit(_reduced_values, game, shell, batches)
+        return self._collect(futures, on_done)
+
+    def keep(
+        self,
+        work: CoalitionWork,
+        batches: Sequence[slice],
+        on_done: Callable[[int], None] | None = None,
+    ) -> KeptValues:
+        game, shell = self._scatter_work(work)
+        futures = self._submit(_coalition_values, game, shell, batches)
+        self._wait(futures, on_done)
+        return _DaskValues(self, futures, list(batches))
+
+    # -- internals ---------------------------------------------------------------------
+    def _scatter(self, name: str, obj: Any) -> Any:
+        client = self.client
+        size = _pickled_bytes(obj)
+        self.transfer.scattered_bytes_per_worker += size
+        self.transfer.scatters.append((name, size))
+        # hash=False: no hashing of large inputs; broadcast: one copy on every worker,
+        # so a task never waits for its inputs and a dead worker loses no input.
+        return client.scatter(obj, broadcast=True, hash=False)
+
+    def _scatter_work(self, work: CoalitionWork) -> tuple[Any, Any]:
+        game = self._games.get(work.game)
+        if game is None:
+            game = self._games[work.game] = self._scatter("game", work.game)
+        shell = dataclasses.replace(work, game=None, on_batch=None)
+        return game, self._scatter("duel group", shell)
+
+    def _submit(self, fn: Callable, *args: Any) -> list[Any]:
+        *inputs, batches = args
+        call = uuid.uuid4().hex[:12]
+        name = fn.__name__.strip("_").replace("_", "-")
+        futures = [
+            self.client.submit(
+                fn, *inputs, rows, self.torch_threads, key=f"prefshap-{name}-{call}-{k}", pure=False
+            )
+            for k, rows in enumerate(batches)
+        ]
+        self.transfer.tasks += len(futures)
+        return futures
+
+    def _wait(self, futures: list[Any], on_done: Callable[[int], None] | None) -> None:
+        """Until every future is done, reporting progress; cancel them on any exception."""
+        try:
+            reported, last_poll = -1, 0.0
+            while True:
+                done = [f for f in futures if f.done()]
+                for f in done:
+                    if f.status == "error":
+                        f.result()  # raises the task's exception here
+                if on_done is not None:
+                    now = time.monotonic()
+                    # also when nothing moved: a cancelled progress raises in update()
+                    if len(done) != reported or now - last_poll > 0.5:
+                        on_done(len(done))
+                        reported, last_poll = len(done), now
+                if len(done) == len(futures):
+                    return
+                time.sleep(_POLL_SECONDS)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.client.cancel(futures, force=True)
+            raise
+
+    def _collect(self, futures: list[Any], on_done: Callable[[int], None] | None) -> list[Any]:
+        self._wait(futures, on_done)
+        results = self.client.gather(futures)  # in batch order
+        self.transfer.returned_bytes += sum(_nbytes(r) for r in results)
+        self.client.cancel(futures)  # releases them on the workers now
+        return list(results)
+
+
+class _DaskValues:
+    """Each batch's coalition values, held on the worker that computed them."""
+
+    def __init__(self, executor: DaskExecutor, futures: list[Any], batches: list[slice]) -> None:
+        self._executor, self._futures, self._batches = executor, futures, batches
+
+    def reduce(self, reducer: Reducer) -> list[Any]:
+        ex = self._executor
+        scattered = ex._scatter("reducer", reducer)
+        call = uuid.uuid4().hex[:12]
+        futures = [
+            ex.client.submit(
+                _reduce,
+                scattered,
+                values,
+                rows,
+                ex.torch_threads,
+                key=f"prefshap-reduce-{call}-{k}",
+                pure=False,
+            )
+            for k, (values, rows) in enumerate(zip(self._futures, self._batches, strict=True))
+        ]
+        ex.transfer.tasks += len(futures)
+        return ex._collect(futures, None)
+
+    def release(self) -> None:
+        with contextlib.suppress(Exception):
+            self._executor.client.cancel(self._futures)
+        self._futures = []
+
+
+# -- on the workers --------------------------------------------------------------------
+def _use_threads(n: int) -> None:
+    import torch
+
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+
+
+def _coalition_values(game: Game, work: CoalitionWork, rows: slice, threads: int) -> np.ndarray:
+    _use_threads(threads)
+    return work.values(rows, game)  # ``work`` is this worker's copy: it keeps the bound game
+
+
+def _reduced_values(game: Game, work: CoalitionWork, rows: slice, threads: int) -> Any:
+    _use_threads(threads)
+    return work.estimator.partial(work.values(rows, game), rows)
+
+
+def _reduce(reducer: Reducer, values: np.ndarray, rows: slice, threads: int) -> Any:
+    _use_threads(threads)
+    return reducer(values, rows)
+
+
+# -- helpers ---------------------------------------------------------------------------
+def connect(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Any:
+    """A ``distributed.Client`` for the scheduler at ``address``, or a clear error.
+
+    Never hangs: the connection attempt is bounded by ``timeout`` seconds.
+    """
+    try:
+        from distributed import Client
+    except ImportError as exc:  # pragma: no cover - dask is in requirements.txt
+        raise PrefShapError(
+            "running on a cluster needs the 'dask' and 'distributed' packages"
+        ) from exc
+    try:
+        return Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SchedulerUnreachableError(
+            f"could not reach the Dask scheduler at {address} within {timeout:g} s "
+            f"({type(exc).__name__}: {exc}); is 'dask scheduler' running there?"
+        ) from exc
+
+
+def local_cluster(n_workers: int, torch_threads: int | None = None) -> tuple[Any, DaskExecutor]:
+    """A loopback ``LocalCluster`` of ``n_workers`` processes (one task at a time each)
+    and its executor; close both with :func:`close_local_cluster`."""
+    if n_workers < 1:
+        raise ValueError(f"workers must be >= 1, got {n_workers}")
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+    )
+    client = Client(cluster, set_as_default=False)
+    return cluster, DaskExecutor(client, torch_threads=torch_threads)
+
+
+def close_local_cluster(cluster: Any, executor: DaskExecutor) -> None:
+    with contextlib.suppress(Exception):
+        executor.client.close()
+    with contextlib.suppress(Exception):
+        cluster.close()
+
+
+def _pickled_bytes(obj: Any) -> int:
+    return len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _nbytes(obj: Any) -> int:
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes(o) for o in obj)
+    return _pickled_bytes(obj)

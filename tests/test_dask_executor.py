@@ -1,0 +1,212 @@
+"""The Dask executor gives the in-process numbers exactly, survives a killed worker,
+cancels, and fails fast on an unreachable scheduler (loopback only: a LocalCluster of
+two worker processes, one thread each)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import sys
+import time
+
+import cloudpickle
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from prefshap_core.errors import CancelledError
+from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain.dask_executor import (
+    DaskExecutor,
+    SchedulerUnreachableError,
+)
+from prefshap_core.explain.reference import random_preference_function
+from prefshap_core.progress import Progress
+
+GROUPS = [("a", 1), ("type", 3), ("b", 1), ("colour", 2), ("size", 1)]
+CONTEXT = [("surface", 3), ("temp", 1), ("wind", 1)]
+SAMPLED = {"max_exact_players": 0, "n_samples": 16, "seed": 3}
+
+# The slow game below travels by value (workers cannot import this test module).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+    )
+    client = Client(cluster, set_as_default=False)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def model(kind: str, seed: int = 1):
+    extra = {"context_groups": CONTEXT} if kind == "cgpm" else {}
+    return random_preference_function(
+        kind, n_items=16, n_centres=10, groups=GROUPS, seed=seed, levels=2, **extra
+    )
+
+
+def duels(fn, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    left, right = rng.integers(0, 16, n), rng.integers(0, 16, n)
+    contexts = None if fn.contexts is None else fn.contexts[rng.integers(0, len(fn.contexts), n)]
+    return left, right, contexts
+
+
+def explain(fn, options, left, right, contexts=None, progress=None):
+    return Explainer(fn, options)(left, right, contexts=contexts, progress=progress)
+
+
+def assert_same(a, b) -> None:
+    assert np.array_equal(a.values, b.values)
+    assert np.array_equal(a.standard_errors, b.standard_errors, equal_nan=True)
+    assert np.array_equal(a.outputs, b.outputs)
+    assert np.array_equal(a.base_values, b.base_values)
+
+
+@pytest.mark.parametrize(
+    ("kind", "what", "extra"),
+    [
+        ("gpm", "items", {}),
+        ("cgpm", "items", {}),
+        ("cgpm", "context", {}),
+        ("gpm", "items", SAMPLED),
+        ("cgpm", "context", {**SAMPLED, "n_samples": 4}),
+    ],
+    ids=["exact-gpm", "exact-cgpm-items", "exact-context", "sampled-items", "sampled-context"],
+)
+def test_cluster_gives_the_in_process_numbers(client, kind, what, extra) -> None:
+    fn = model(kind)
+    left, right, contexts = duels(fn, 12, seed=2)
+    options = ExplainOptions(what=what, task_coalitions=4, **extra)
+    here = explain(fn, options, left, right, contexts)
+    executor = DaskExecutor(client)
+    there = explain(
+        fn, ExplainOptions(what=what, task_coalitions=4, executor=executor, **extra),
+        left, right, contexts,
+    )  # fmt: skip
+    assert there.meta["shapley"] == ("sampled" if extra else "exact")
+    assert_same(here, there)
+    # Tasks send back statistics, p x duels per task and pass, never the values.
+    n_tasks = -(-there.meta["n_coalitions"] // 4)
+    p, n_unique = len(there.player_names), there.meta["n_unique_duels"]
+    per_task = (2 * p - 1 if extra else p) * n_unique * 8
+    assert executor.transfer.returned_bytes == n_tasks * per_task
+
+
+def test_default_partition_is_the_same_for_every_executor(client) -> None:
+    fn = model("gpm", seed=5)
+    left, right, _ = duels(fn, 10, seed=5)
+    here = explain(fn, ExplainOptions(), left, right)
+    executor = DaskExecutor(client)
+    there = explain(fn, ExplainOptions(executor=executor), left, right)
+    assert executor.transfer.tasks > 1
+    assert_same(here, there)
+
+
+def test_game_travels_without_its_caches() -> None:
+    fn = model("gpm")
+    explainer = Explainer(fn)
+    explainer(*duels(fn, 6, seed=1)[:2])
+    game = explainer._game
+    assert game is not None and len(game.embedding.cache) > 0
+    copy = pickle.loads(pickle.dumps(game))
+    assert len(copy.embedding.cache) == 0 and copy.embedding._pool_universe is None
+    assert copy.embedding.cache.max_bytes == game.embedding.cache.max_bytes
+    assert len(game.embedding.cache) > 0  # the original keeps them
+
+
+class SlowGame:
+    """A game whose batches take a while (so a worker can be killed mid-run)."""
+
+    def __init__(self, game, seconds: float) -> None:
+        self.game, self.seconds = game, seconds
+        self.what, self.space, self.problem = game.what, game.space, game.problem
+
+    def use(self, backend) -> None:
+        self.game.use(backend)
+
+    def boundary(self, batch):
+        return self.game.boundary(batch)
+
+    def bind(self, batch):
+        return SlowBound(self.game.bind(batch), self.seconds)
+
+
+class SlowBound:
+    def __init__(self, bound, seconds: float) -> None:
+        self.bound, self.seconds = bound, seconds
+
+    def values(self, masks, coalition_batch, on_batch=None):
+        time.sleep(self.seconds)
+        return self.bound.values(masks, coalition_batch, on_batch)
+
+
+def slow_explainer(fn, options, left, right, seconds: float) -> Explainer:
+    explainer = Explainer(fn, options)
+    explainer.coalition_values(left[:1], right[:1])  # builds the game
+    explainer._game = SlowGame(explainer._game, seconds)
+    return explainer
+
+
+@pytest.mark.parametrize("extra", [{}, SAMPLED], ids=["exact", "sampled"])
+def test_a_worker_killed_mid_run_changes_nothing(client, extra) -> None:
+    fn = model("gpm", seed=7)
+    left, right, _ = duels(fn, 10, seed=7)
+    here = explain(fn, ExplainOptions(task_coalitions=2, **extra), left, right)
+    options = ExplainOptions(task_coalitions=2, executor=DaskExecutor(client), **extra)
+    explainer = slow_explainer(fn, options, left, right, seconds=0.3)
+    killed: list[int] = []
+
+    def kill_one(update) -> None:
+        if not killed and 0 < update.fraction < 0.5:
+            pids = client.run(os.getpid)
+            killed.append(next(iter(pids.values())))
+            os.kill(killed[0], signal.SIGKILL)
+
+    there = explainer(left, right, progress=Progress(kill_one))
+    assert killed, "no worker was killed during the run"
+    with pytest.raises(ProcessLookupError):
+        os.kill(killed[0], 0)
+    assert_same(here, there)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next tests
+
+
+def test_cancel_stops_the_run_and_its_tasks(client) -> None:
+    fn = model("gpm", seed=8)
+    left, right, _ = duels(fn, 10, seed=8)
+    executor = DaskExecutor(client)
+    options = ExplainOptions(task_coalitions=2, executor=executor)
+    explainer = slow_explainer(fn, options, left, right, seconds=0.3)
+    progress = Progress(should_cancel=lambda: executor.transfer.tasks > 0)  # once submitted
+    with pytest.raises(CancelledError):
+        explainer(left, right, progress=progress)
+    for _ in range(100):  # the scheduler forgets cancelled tasks asynchronously
+        processing = [k for keys in client.processing().values() for k in keys]
+        if not any(str(k).startswith("prefshap-") for k in processing):
+            break
+        time.sleep(0.1)
+    assert not any(str(k).startswith("prefshap-") for k in processing)
+
+
+def test_unreachable_scheduler_errors_with_the_address_within_the_timeout() -> None:
+    with socket.socket() as s:  # a loopback port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    fn = model("gpm")
+    options = ExplainOptions(executor=DaskExecutor(address, connect_timeout=1))
+    start = time.monotonic()
+    with pytest.raises(SchedulerUnreachableError, match=address):
+        explain(fn, options, *duels(fn, 3, seed=1)[:2])
+    # bounded, not a hang (generous: the machine may be loaded)
+    assert time.monotonic() - start < 30
