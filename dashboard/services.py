@@ -13,6 +13,7 @@ No maths here: everything numerical is a ``prefshap_core`` call.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -26,6 +27,7 @@ from dashboard.jobs import Job
 from prefshap_core import workflow
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
 from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain.dask_executor import DaskExecutor
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.progress import Progress
 
@@ -34,6 +36,8 @@ DEMO_SETTINGS = workflow.TrainSettings(kind="gpm", seed=0, n_centres=300)
 DEMO_SETTINGS_FP = workflow.settings_fingerprint(DEMO_SETTINGS)
 # Explanations of large subsets are capped (sampled, seeded) unless the user raises it.
 DEFAULT_EXPLAIN_CAP = 1000
+# A Dask scheduler (tcp://HOST:8786): when set, explanations run on its cluster.
+CLUSTER_ENV = "PREFSHAP_DASK_SCHEDULER"
 MODEL_TITLES = {"gpm": "GPM", "cgpm": "C-GPM", "upm": "UPM"}
 
 
@@ -181,7 +185,7 @@ def request(
     """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation."""
     n_available = len(np.unique(duels))
     duels = workflow.sample_duels(duels, cap, seed)
-    options = ExplainOptions(what=what)  # type: ignore[arg-type]
+    options = ExplainOptions(what=what, executor=cluster_executor())  # type: ignore[arg-type]
     dtype = model.result.settings.dtype
     key = explanation_key(
         loaded.fingerprint, model.settings_fp, duels, options, dtype, cap_seed=seed
@@ -189,8 +193,27 @@ def request(
     return ExplainRequest(options, duels, n_available, key)
 
 
+def cluster_address() -> str | None:
+    """The Dask scheduler named by ``PREFSHAP_DASK_SCHEDULER``, or None (in-process)."""
+    return os.environ.get(CLUSTER_ENV, "").strip() or None
+
+
+@st.cache_resource(show_spinner=False)
+def _cluster(address: str) -> DaskExecutor:
+    return DaskExecutor(address)  # connects on first use, from the job's thread
+
+
+def cluster_executor() -> DaskExecutor | None:
+    """One executor per scheduler for the whole server (progress and cancel go through
+    it as in-process); the numbers, and so the cache keys, are the same either way."""
+    address = cluster_address()
+    return None if address is None else _cluster(address)
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _explainer(model_key: tuple[str, str], options_key: str, _fn, _options) -> Explainer:
+def _explainer(
+    model_key: tuple[str, str], options_key: str, where: str | None, _fn, _options
+) -> Explainer:
     return Explainer(_fn, _options)
 
 
@@ -198,7 +221,8 @@ def explainer_for(model: state.TrainedModel, options: ExplainOptions) -> Explain
     """One explainer per model and options for the whole server: it keeps each
     coalition's factorization, so later explanations between the same pool are cheap."""
     key = (model.data_fp, model.settings_fp)
-    return _explainer(key, options.key(), model.result.function, options)
+    where = None if options.executor is None else repr(options.executor)
+    return _explainer(key, options.key(), where, model.result.function, options)
 
 
 def _owner(loaded: state.LoadedData, model: state.TrainedModel, what: str) -> Owner:

@@ -210,3 +210,65 @@ def test_unreachable_scheduler_errors_with_the_address_within_the_timeout() -> N
         explain(fn, options, *duels(fn, 3, seed=1)[:2])
     # bounded, not a hang (generous: the machine may be loaded)
     assert time.monotonic() - start < 30
+
+
+def test_dashboard_uses_the_cluster_named_by_the_environment(client, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from dashboard import services
+
+    fn = model("gpm", seed=9)
+    trained = SimpleNamespace(
+        data_fp="data", settings_fp="settings", result=SimpleNamespace(function=fn, settings=None)
+    )
+    trained.result.settings = SimpleNamespace(dtype="float64")
+    loaded = SimpleNamespace(fingerprint="data")
+    duel_rows = np.arange(4)
+    monkeypatch.delenv(services.CLUSTER_ENV, raising=False)
+    local = services.request(loaded, trained, duel_rows)
+    assert local.options.executor is None and services.cluster_address() is None
+    address = client.scheduler.address
+    monkeypatch.setenv(services.CLUSTER_ENV, address)
+    remote = services.request(loaded, trained, duel_rows)
+    assert isinstance(remote.options.executor, DaskExecutor)
+    assert remote.options.executor.address == address == services.cluster_address()
+    assert remote.key == local.key  # the same numbers: the same cache entries
+    left, right, _ = duels(fn, 8, seed=9)
+    here = services.explainer_for(trained, local.options)(left, right)
+    there_explainer = services.explainer_for(trained, remote.options)
+    assert there_explainer.options.executor is remote.options.executor
+    assert_same(here, there_explainer(left, right))
+
+
+def test_cli_scheduler_and_workers_give_the_in_process_csv(client, tmp_path, capsys) -> None:
+    import pandas as pd
+
+    from prefshap_core.cli import main
+    from prefshap_core.models.model_file import save_model
+
+    fn = model("gpm", seed=10)
+    path = save_model(fn, tmp_path / "m.npz")
+    left, right, _ = duels(fn, 9, seed=10)
+    ids = np.asarray(fn.item_ids)
+    pd.DataFrame({"left": ids[left], "right": ids[right]}).to_csv(tmp_path / "d.csv", index=False)
+    base = ["explain", "--model", str(path), "--duels", str(tmp_path / "d.csv"), "--samples", "20"]
+    runs = {
+        "here": [],
+        "scheduler": ["--scheduler", client.scheduler.address],
+        "workers": ["--workers", "1"],
+    }
+    for name, extra in runs.items():
+        assert main([*base, "--out", str(tmp_path / f"{name}.csv"), "--quiet", *extra]) == 0
+    here = pd.read_csv(tmp_path / "here.csv")
+    assert "se:a" in here.columns  # a sampled run, with standard errors
+    for name in ("scheduler", "workers"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"{name}.csv"), here, check_exact=True)
+    with pytest.raises(SystemExit):  # argparse: they exclude each other
+        main(
+            [*base, "--out", str(tmp_path / "x.csv"), "--workers", "2", "--scheduler", "tcp://a:1"]
+        )
+    capsys.readouterr()
+    address = "tcp://127.0.0.1:9"
+    code = main([*base, "--out", str(tmp_path / "x.csv"), "--scheduler", address,
+                 "--connect-timeout", "1"])  # fmt: skip
+    assert code != 0 and address in capsys.readouterr().err

@@ -78,6 +78,8 @@ def render() -> None:
         "from its winner: right of zero, the feature helped the winner; red, the winner had "
         "more of it."
     )
+    if services.cluster_address() is not None:
+        st.caption(f"Explanations run on the Dask cluster at `{services.cluster_address()}`.")
     if loaded.key == sources.DEMO_KEY and model.settings_fp == services.DEMO_SETTINGS_FP:
         st.info(
             "This is the demo: a small GPM trained on synthetic duels where, between "
