@@ -164,7 +164,7 @@ def test_a_worker_killed_mid_run_changes_nothing(client, extra) -> None:
     left, right, _ = duels(fn, 10, seed=7)
     here = explain(fn, ExplainOptions(task_coalitions=2, **extra), left, right)
     options = ExplainOptions(task_coalitions=2, executor=DaskExecutor(client), **extra)
-    explainer = slow_explainer(fn, options, left, right, seconds=0.3)
+    explainer = slow_explainer(fn, options, left, right, seconds=0.2)
     killed: list[int] = []
 
     def kill_one(update) -> None:
@@ -186,7 +186,7 @@ def test_cancel_stops_the_run_and_its_tasks(client) -> None:
     left, right, _ = duels(fn, 10, seed=8)
     executor = DaskExecutor(client)
     options = ExplainOptions(task_coalitions=2, executor=executor)
-    explainer = slow_explainer(fn, options, left, right, seconds=0.3)
+    explainer = slow_explainer(fn, options, left, right, seconds=0.2)
     progress = Progress(should_cancel=lambda: executor.transfer.tasks > 0)  # once submitted
     with pytest.raises(CancelledError):
         explainer(left, right, progress=progress)

@@ -22,7 +22,8 @@ the in-process run uses), on workers with the same CPU kind and library builds.
 A worker that dies mid-run loses nothing: the scheduler reruns its tasks elsewhere
 from the scattered inputs (replicated on every worker). Progress is reported as
 tasks finish; a cancelled :class:`~prefshap_core.progress.Progress` cancels the
-call's futures. Dask is imported only when an executor first connects.
+call's futures. The explainer's :class:`~prefshap_core.explain.cme.base.EngineStats`
+count the client's own work only. Dask is imported only when an executor first connects.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import pickle
+import threading
 import time
 import uuid
 import weakref
@@ -102,6 +104,7 @@ class DaskExecutor:
         self.transfer = TransferStats()
         # game -> its scattered future; a game leaves the cluster with its explainer
         self._games: weakref.WeakKeyDictionary[Game, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()  # one executor may serve several explainers' threads
 
     # -- connection --------------------------------------------------------------------
     @property
@@ -162,9 +165,10 @@ class DaskExecutor:
         return client.scatter(obj, broadcast=True, hash=False)
 
     def _scatter_work(self, work: CoalitionWork) -> tuple[Any, Any]:
-        game = self._games.get(work.game)
-        if game is None:
-            game = self._games[work.game] = self._scatter("game", work.game)
+        with self._lock:
+            game = self._games.get(work.game)
+            if game is None:
+                game = self._games[work.game] = self._scatter("game", work.game)
         shell = dataclasses.replace(work, game=None, on_batch=None)
         return game, self._scatter("duel group", shell)
 
@@ -198,6 +202,10 @@ class DaskExecutor:
                         reported, last_poll = len(done), now
                 if len(done) == len(futures):
                     return
+                if self.client.status in ("closing", "closed"):
+                    raise SchedulerUnreachableError(
+                        f"lost the connection to the Dask scheduler at {self.address}"
+                    )
                 time.sleep(_POLL_SECONDS)
         except BaseException:
             with contextlib.suppress(Exception):
