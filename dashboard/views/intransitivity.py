@@ -33,6 +33,11 @@ def _markdown_text(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()<>#+!|~])", r"\\\1", text)
 
 
+def _percent(p: float) -> str:
+    """Whole percents, but never a certain-looking 100% for a probability below 1."""
+    return f"{p:.0%}" if p < 0.995 else (f"{p:.1%}" if p < 0.9995 else ">99.9%")
+
+
 def head_to_head_link(a: str, b: str) -> str:
     """The head-to-head page of the pair, as a relative link."""
     return "?" + urlencode({"page": "head-to-head", "a": a, "b": b})
@@ -114,7 +119,7 @@ def render() -> None:
         lines = []
         for k, t in enumerate(triangles, start=1):
             a, b, cc = t["items"]
-            pab, pbc, pca = (f"{p:.0%}" for p in t["p"])
+            pab, pbc, pca = (_percent(p) for p in t["p"])
             edges = (_edge(labels, a, b, pab), _edge(labels, b, cc, pbc), _edge(labels, cc, a, pca))
             lines.append(f"{k}. " + " · ".join(edges))
         st.markdown("\n".join(lines))
