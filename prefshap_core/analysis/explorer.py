@@ -81,6 +81,8 @@ def dataset_intransitivity(
     if missing:
         raise ValueError(f"item {missing[0]!r} of the data is not among the model's items")
     fn_rows = check_item_rows(fn, np.array([position[str(i)] for i in data.item_ids[rows]]))
+    order = np.argsort(fn_rows)  # the report's order: the model's pool order
+    rows, fn_rows = rows[order], fn_rows[order]
     model = analyse(
         condition_on_context(fn, context or {}),
         fn_rows,

@@ -36,7 +36,7 @@ MAX_ITEMS = 2000  # 2 M duels; G is n x n float64 (32 MB)
 class IntransitivityReport:
     """The split of ``G`` for ``item_rows`` of the model's pool, and its top cycles."""
 
-    item_rows: np.ndarray  # (n,) rows of fn.items, in the order of G
+    item_rows: np.ndarray  # (n,) rows of fn.items, increasing: the order of G
     item_ids: np.ndarray  # (n,) str
     preference: np.ndarray  # (n, n) G
     potential: np.ndarray  # (n,) s
@@ -109,8 +109,12 @@ def analyse(
     compute: Compute | None = None,
     progress: Progress | None = None,
 ) -> IntransitivityReport:
-    """The HodgeRank split of ``fn`` on ``item_rows`` and its ``top`` strongest cycles."""
-    rows = check_item_rows(fn, item_rows)
+    """The HodgeRank split of ``fn`` on ``item_rows`` and its ``top`` strongest cycles.
+
+    The items are taken in pool order (whatever the order of ``item_rows``), so each
+    cycle starts at its smallest-pool-index item.
+    """
+    rows = np.sort(check_item_rows(fn, item_rows))
     progress = ensure_progress(progress)
     progress.update("Evaluating the model on every pair", 0.0)
     g = preference_matrix(fn, rows, compute=compute)
