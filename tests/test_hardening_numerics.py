@@ -1,0 +1,33 @@
+"""Hardening (issue 14): numerical guards that must end with a clear error, never hang."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from prefshap_core.errors import NumericalError
+from prefshap_core.explain.cme import _cholesky_in_float64
+
+
+def test_cholesky_fallback_refuses_nan_at_once() -> None:
+    a = torch.eye(4, dtype=torch.float32)[None].clone()
+    a[0, 1, 1] = float("nan")
+    with pytest.raises(NumericalError, match="NaN or infinite"):
+        _cholesky_in_float64(a)
+
+
+def test_cholesky_fallback_gives_up_after_bounded_jitter() -> None:
+    # Negative definite: no jitter of at most 1e-3 x the diagonal can fix it.
+    a = -torch.eye(3, dtype=torch.float32)[None]
+    with pytest.raises(NumericalError, match="singular"):
+        _cholesky_in_float64(a)
+
+
+def test_cholesky_fallback_still_repairs_rounding() -> None:
+    # Rank-deficient PSD (a rounding casualty): a tiny jitter makes it factorise.
+    v = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)
+    a = (v.T @ v)[None]
+    chol = _cholesky_in_float64(a)
+    assert torch.isfinite(chol).all()
+    np.testing.assert_allclose((chol @ chol.mT).numpy(), a.numpy(), atol=1e-6)
