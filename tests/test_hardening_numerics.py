@@ -31,3 +31,20 @@ def test_cholesky_fallback_still_repairs_rounding() -> None:
     chol = _cholesky_in_float64(a)
     assert torch.isfinite(chol).all()
     np.testing.assert_allclose((chol @ chol.mT).numpy(), a.numpy(), atol=1e-6)
+
+
+def test_kernel_weights_match_exact_and_survive_many_players() -> None:
+    import math
+
+    from prefshap_core.explain.coalitions import kernel_weights, sample_paired_coalitions
+
+    p = 12
+    sizes = np.arange(p + 1)
+    slow = [math.inf] + [(p - 1) / (math.comb(p, s) * s * (p - s)) for s in range(1, p)]
+    np.testing.assert_allclose(kernel_weights(sizes, p), [*slow, math.inf], rtol=1e-12)
+    # Beyond ~1,030 players C(p, s) overflowed a float (OverflowError while explaining).
+    big = 1500
+    w = kernel_weights(np.array([1, 2, 750, 1499]), big)
+    assert np.all(np.isfinite(w)) and w[0] > 0 and w[-1] == w[0]
+    coalitions = sample_paired_coalitions(big, 8, seed=0)
+    assert coalitions.coverage == 0.0
