@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, Split, split_duels
 from prefshap_core.errors import DataValidationError
@@ -107,6 +108,31 @@ def train(
     split = split_duels(data.n_duels, settings.seed)
     with_baseline = settings.baseline and settings.kind != "upm"
     main_share = 0.7 if with_baseline else 0.95
+    n_features = data.item_space.n_features + (
+        data.context_space.n_features if data.context_space is not None else 0
+    )
+    need = budget.training_bytes(
+        len(split.train), settings.n_centres, n_features, 4 if settings.dtype == "float32" else 8
+    )
+    with budget.reserve(
+        need,
+        f"Training with {settings.n_centres:,} centres on {len(split.train):,} duels",
+        budget.TRAIN_REDUCE,
+    ):
+        return _train_within_budget(
+            data, settings, progress, split, with_baseline, main_share, start
+        )
+
+
+def _train_within_budget(
+    data: DuelData,
+    settings: TrainSettings,
+    progress: Progress,
+    split: Split,
+    with_baseline: bool,
+    main_share: float,
+    start: float,
+) -> TrainingResult:
     model = settings.model().fit(
         data, split.train, split.validation, progress.span(0.0, main_share)
     )
@@ -184,6 +210,28 @@ def explain_duels(
     explainer's ``method``: how the coalition CMEs are solved).
     """
     duels = np.asarray(duels, dtype=np.int64)
+    itemsize = 4 if compute is not None and compute.dtype == "float32" else 8
+    need = budget.explain_need(fn, len(duels), what, max_exact_players, n_samples, itemsize)
+    with budget.reserve(need, f"Explaining {len(duels):,} duels", budget.EXPLAIN_REDUCE):
+        return _explain_within_budget(
+            fn, data, duels, what, max_exact_players, n_samples, seed, compute, progress,
+            stats, cme_method,
+        )  # fmt: skip
+
+
+def _explain_within_budget(
+    fn: PreferenceFunction,
+    data: DuelData,
+    duels: np.ndarray,
+    what: str,
+    max_exact_players: int,
+    n_samples: int | None,
+    seed: int,
+    compute: Compute | None,
+    progress: Progress | None,
+    stats: EngineStats | None,
+    cme_method: str,
+) -> Explanation:
     left_ids = data.item_ids[data.left[duels]]
     right_ids = data.item_ids[data.right[duels]]
     common: dict[str, Any] = dict(

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from prefshap_core import budget
 from prefshap_core.cli._output import stderr_progress
 from prefshap_core.compute import Compute
 from prefshap_core.data.csv_io import read_table, row_numbers
@@ -75,11 +76,16 @@ def run(args: argparse.Namespace) -> int:
     file_name = Path(args.duels).name
     table = read_table(Path(args.duels), file_name=file_name)
     left, right = _ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name)
+    max_exact = 10**9 if args.exact else (0 if args.samples is not None else 12)
+    need = budget.explain_need(
+        fn, len(left), args.what, max_exact, args.samples, 4 if args.dtype == "float32" else 8
+    )
+    budget.check(need, f"Explaining {len(left):,} duels", budget.EXPLAIN_REDUCE)
     winners = _winners(table, left, right, file_name)
     options = dict(
         winners=winners,
         duel_ids=np.array([str(r) for r in row_numbers(table)]),
-        max_exact_players=10**9 if args.exact else (0 if args.samples is not None else 12),
+        max_exact_players=max_exact,
         n_samples=args.samples,
         seed=args.seed,
         compute=Compute(device=args.device, dtype=args.dtype),

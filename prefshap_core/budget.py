@@ -1,0 +1,229 @@
+"""Memory budgets: every job checks what it will need *before* allocating.
+
+A visitor can ask for 50,000 Nyström centres, upload 200 MB of duels or an items
+file with 20,000 columns; each of those used to be discovered by the operating
+system's out-of-memory killer. Callers (``workflow.train``, ``workflow.explain_duels``,
+the CLI, the model-file reader, the dashboard's upload step) estimate their peak from
+the sizes involved and call :func:`reserve` (or :func:`check`), which refuses with a
+:class:`~prefshap_core.errors.MemoryBudgetError` that says what to reduce.
+
+Budgets (:class:`MemoryBudget`): per job 25 % and per server (all jobs of this
+process together) 60 % of the machine's physical memory, unless
+``PREFSHAP_MEMORY_BUDGET`` says otherwise: ``JOB`` or ``JOB,SERVER``, each a number
+of bytes with an optional unit (``512M``, ``4G``, ``4GiB``) or a percentage of
+physical memory (``25%``). The estimates are deliberately simple upper bounds of the
+dominant arrays (documented at each function); they decide refusals, not sizes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from prefshap_core.errors import MemoryBudgetError
+
+if TYPE_CHECKING:
+    from prefshap_core.models.preference_function import PreferenceFunction
+
+MEMORY_BUDGET_ENV = "PREFSHAP_MEMORY_BUDGET"
+JOB_FRACTION = 0.25
+SERVER_FRACTION = 0.60
+# Bytes of memory reading and building touch per byte of CSV (strings become Python
+# objects, then columns, then the model-space matrices): a 199 MB duels upload peaked
+# at 8 GB (issue 14), about 40 per byte. Revisit when the reader gets leaner.
+CSV_BYTES_PER_BYTE = 40
+UPLOAD_REDUCE = "the size of the files (fewer duels, fewer or shorter columns)"
+# The K_nM cache of the training operator (solvers.operator.DEFAULT_CACHE_BUDGET_BYTES).
+_KERNEL_CACHE_BYTES = 2 * 2**30
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def physical_memory_bytes() -> int:
+    """The machine's physical memory (a cgroup limit, when lower, wins)."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError):
+            text = open(limit_file, encoding="ascii").read().strip()  # noqa: SIM115
+            if text.isdigit() and 0 < int(text) < total:
+                total = int(text)
+    return int(total)
+
+
+def parse_size(text: str, physical: int | None = None) -> int:
+    """``"512M"``, ``"4GiB"``, ``"2e9"``, ``"25%"`` -> bytes (ValueError if not one)."""
+    value = text.strip().lower().replace(" ", "")
+    if value.endswith("%"):
+        share = float(value[:-1])
+        if not 0 < share <= 100:
+            raise ValueError(f"{MEMORY_BUDGET_ENV}: a percentage must be in (0, 100], got {text!r}")
+        return int(share / 100 * (physical if physical is not None else physical_memory_bytes()))
+    match = re.fullmatch(r"([0-9.e+]+)([kmgt]?)(i?b)?", value)
+    if not match:
+        raise ValueError(f"{MEMORY_BUDGET_ENV}: cannot read {text!r} (e.g. 4G, 512M, 25%)")
+    number = float(match.group(1))
+    if not number > 0:
+        raise ValueError(f"{MEMORY_BUDGET_ENV}: a budget must be positive, got {text!r}")
+    return int(number * _UNITS[match.group(2)])
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    job_bytes: int
+    server_bytes: int
+
+    @classmethod
+    def from_env(cls) -> MemoryBudget:
+        physical = physical_memory_bytes()
+        job = int(JOB_FRACTION * physical)
+        server = int(SERVER_FRACTION * physical)
+        configured = os.environ.get(MEMORY_BUDGET_ENV, "").strip()
+        if configured:
+            parts = configured.split(",")
+            job = parse_size(parts[0], physical)
+            server = parse_size(parts[1], physical) if len(parts) > 1 else max(server, job)
+        return cls(job_bytes=job, server_bytes=max(server, job))
+
+
+def current_budget() -> MemoryBudget:
+    """Read at every call: the environment may change between jobs (tests do)."""
+    return MemoryBudget.from_env()
+
+
+# -- estimates -------------------------------------------------------------------------
+def training_bytes(
+    n_train: int, n_centres: int, n_features: int, itemsize: int = 8, *, baseline: bool = True
+) -> int:
+    """Peak of one training: the centre Gram, its Cholesky factor, the preconditioner's
+    ``A`` and the ``T T^T`` scratch (4 m^2), the cached or blocked ``K_nM`` (at most
+    the operator's 2 GiB cache), and the duel matrices. The baseline UPM runs after
+    the main model and reuses the same sizes, so it adds nothing to the peak."""
+    m = max(0, min(int(n_centres), int(n_train)))
+    gram = 4 * m * m * itemsize
+    knm = min(int(n_train) * m * itemsize, _KERNEL_CACHE_BYTES)
+    rows = 4 * int(n_train) * max(1, int(n_features)) * 8
+    return int(gram + knm + rows)
+
+
+def explain_bytes(
+    n_duels: int,
+    n_players: int,
+    n_coalitions: int,
+    pool_size: int,
+    n_centres: int,
+    n_features: int,
+    itemsize: int = 8,
+) -> int:
+    """Peak of one explanation: coalition masks and the Kernel-SHAP design (K x p,
+    float64, about four copies: masks, Z, X, the pseudo-inverse), the coalition values
+    (K x duels, held in groups of at most 2^25), one pool's CME Gram, factor and
+    right-hand sides (3 r^2 + r m), and the per-duel player differences."""
+    k, p = int(n_coalitions), max(1, int(n_players))
+    design = 4 * k * p * 8
+    values = min(k * max(1, int(n_duels)), 1 << 25) * 8 * 2
+    pool = (3 * int(pool_size) ** 2 + int(pool_size) * max(1, int(n_centres))) * itemsize
+    duels = 4 * int(n_duels) * max(1, int(n_features)) * 8
+    return int(design + values + pool + duels)
+
+
+def coalition_count(n_players: int, max_exact_players: int, n_samples: int | None) -> int:
+    """How many coalitions the explainer evaluates (its ``_choose_coalitions`` rule)."""
+    p = int(n_players)
+    proper = 2**p - 2 if p <= 62 else None
+    if p <= max(1, max_exact_players) or (
+        n_samples is not None and proper is not None and n_samples >= proper
+    ):
+        return 2**p
+    wanted = n_samples if n_samples is not None else 2 * p + 2048
+    if proper is not None and wanted >= proper:
+        return 2**p
+    return 2 * ((int(wanted) + 1) // 2)
+
+
+# -- checking and reserving --------------------------------------------------------------
+_LOCK = threading.Lock()
+_RESERVED = {"bytes": 0}
+
+
+def reserved_bytes() -> int:
+    """Bytes reserved right now by running jobs of this process."""
+    return _RESERVED["bytes"]
+
+
+def check(need_bytes: int, what: str, reduce: str) -> None:
+    """Refuse ``what`` if it needs more than one job's budget.
+
+    ``reduce`` names what the user can lower, e.g. "the number of Nyström centres".
+    """
+    budget = current_budget()
+    if need_bytes > budget.job_bytes:
+        raise MemoryBudgetError(
+            f"{what} would need about {_gib(need_bytes)} of memory, more than the "
+            f"{_gib(budget.job_bytes)} one job may use here: reduce {reduce} "
+            f"(or raise {MEMORY_BUDGET_ENV})"
+        )
+
+
+@contextlib.contextmanager
+def reserve(need_bytes: int, what: str, reduce: str) -> Iterator[None]:
+    """:func:`check`, then hold ``need_bytes`` of the server budget while the block runs.
+
+    Refuses when the jobs already running leave too little, so that several
+    visitors together cannot exhaust the machine either.
+    """
+    check(need_bytes, what, reduce)
+    budget = current_budget()
+    with _LOCK:
+        in_use = _RESERVED["bytes"]
+        if in_use + need_bytes > budget.server_bytes:
+            raise MemoryBudgetError(
+                f"{what} would need about {_gib(need_bytes)} of memory, but other jobs on "
+                f"this server already hold {_gib(in_use)} of its {_gib(budget.server_bytes)}: "
+                f"try again when they finish, or reduce {reduce}"
+            )
+        _RESERVED["bytes"] = in_use + need_bytes
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _RESERVED["bytes"] -= need_bytes
+
+
+def _gib(n_bytes: int) -> str:
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.1f} GiB"
+    return f"{n_bytes / 2**20:.0f} MiB"
+
+
+def explain_need(
+    fn: PreferenceFunction,
+    n_duels: int,
+    what: str,
+    max_exact_players: int,
+    n_samples: int | None,
+    itemsize: int = 8,
+) -> int:
+    """:func:`explain_bytes` of explaining ``n_duels`` duels of ``fn`` (items or context)."""
+    space = fn.context_space if what == "context" and fn.context_space is not None else None
+    if space is not None:
+        n_players, pool = space.n_groups, len(fn.contexts) if fn.contexts is not None else 0
+    else:
+        n_players, pool = fn.item_space.n_groups, len(fn.items)
+    n_features = fn.item_space.n_features + (space.n_features if space is not None else 0)
+    return explain_bytes(
+        n_duels,
+        n_players,
+        coalition_count(n_players, max_exact_players, n_samples),
+        pool,
+        len(fn.alpha),
+        n_features,
+        itemsize,
+    )
+
+
+EXPLAIN_REDUCE = "the number of duels, the coalition samples or the number of feature columns"
+TRAIN_REDUCE = "the number of Nyström centres (or the number of duels)"
