@@ -43,7 +43,9 @@ class LoadedData:
     key: str  # "builtin:<name>" or "upload:<hash of the files>"
     title: str  # shown to the user
     data: DuelData
-    fingerprint: str  # workflow.data_fingerprint(data): the cache key part
+    # workflow.data_fingerprint(data): the cache key part; it covers names, ids, units
+    # and grouping too, so two uploads equal in model space never share an entry.
+    fingerprint: str
     source: str  # "builtin" | "upload"
     files: tuple[str, ...] = ()  # uploaded file names
 
