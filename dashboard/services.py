@@ -25,9 +25,13 @@ from dashboard import sources, state
 from dashboard.jobs import Job
 from prefshap_core import workflow
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
+from prefshap_core.errors import PrefShapError
 from prefshap_core.explain.explanation import Explanation
-from prefshap_core.progress import Progress
+from prefshap_core.progress import Progress, with_deadline
 
+# The demo preparation gives up after this long (a planted or damaged cache entry, a
+# stalled machine), discards what it found in the cache and computes it afresh.
+DEMO_TIMEOUT_S = 60.0
 # The first screen's model: small enough to train and explain in seconds on two cores.
 DEMO_SETTINGS = workflow.TrainSettings(kind="gpm", seed=0, n_centres=300)
 DEMO_SETTINGS_FP = workflow.settings_fingerprint(DEMO_SETTINGS)
@@ -76,6 +80,10 @@ class ExplanationStore:
             self._items.move_to_end(key)
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._items.pop(key, None)
 
     def find_duel(self, owner: Owner, duel_id: str) -> Explanation | None:
         """The one-duel explanation of ``duel_id`` taken from a covering entry, if any."""
@@ -272,14 +280,32 @@ _DEMOS: dict[str, tuple[state.LoadedData, state.TrainedModel]] = {}
 def _demo(root: str, progress: Progress | None) -> tuple[state.LoadedData, state.TrainedModel]:
     with _DEMO_LOCK:
         if root not in _DEMOS:
-            loaded = sources.load_builtin(sources.builtin_choices()[0])
-            train_part = progress.span(0.0, 0.5) if progress is not None else None
-            model = train_now(loaded, DEMO_SETTINGS, train_part)
-            explain_part = progress.span(0.5, 1.0) if progress is not None else None
-            req = request(loaded, model, model.result.split.test)
-            explain_now(loaded, model, req, explain_part)
-            _DEMOS[root] = (loaded, model)
+            try:
+                # Bounded: every other visitor waits behind this lock.
+                timed = with_deadline(progress, DEMO_TIMEOUT_S, "Preparing the demo")
+                _DEMOS[root] = _prepare_demo(timed, from_cache=True)
+            except PrefShapError:  # DeadlineExceeded is one
+                # A planted, broken or too slow cache entry: discard it, recompute.
+                _DEMOS[root] = _prepare_demo(progress, from_cache=False)
         return _DEMOS[root]
+
+
+def _prepare_demo(
+    progress: Progress | None, *, from_cache: bool
+) -> tuple[state.LoadedData, state.TrainedModel]:
+    loaded = sources.load_builtin(sources.builtin_choices()[0])
+    settings_fp = workflow.settings_fingerprint(DEMO_SETTINGS)
+    if not from_cache:
+        disk_cache().forget_training(loaded.fingerprint, settings_fp)
+    train_part = progress.span(0.0, 0.5) if progress is not None else None
+    model = train_now(loaded, DEMO_SETTINGS, train_part)
+    req = request(loaded, model, model.result.split.test)
+    if not from_cache:
+        disk_cache().forget_explanation(req.key)
+        explanation_store().forget(req.key)
+    explain_part = progress.span(0.5, 1.0) if progress is not None else None
+    explain_now(loaded, model, req, explain_part)
+    return loaded, model
 
 
 def ensure_demo(progress: Progress | None = None) -> None:

@@ -241,6 +241,13 @@ class DiskCache:
         return self._publish(self._explanation_dir(key), write)
 
     # -- housekeeping ------------------------------------------------------------------
+    def forget_training(self, data_fp: str, settings_fp: str) -> None:
+        """Remove one model entry (e.g. one that loads but cannot be used)."""
+        self._discard(self._model_dir(data_fp, settings_fp))
+
+    def forget_explanation(self, key: str) -> None:
+        self._discard(self._explanation_dir(key))
+
     def clear(self) -> None:
         """Remove every entry (the root folder itself stays)."""
         for part in ("models", "explanations"):

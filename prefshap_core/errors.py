@@ -74,3 +74,7 @@ class NumericalError(PrefShapError, ValueError):
 class MemoryBudgetError(PrefShapError, MemoryError):
     """A job that would need more memory than its budget (``PREFSHAP_MEMORY_BUDGET``):
     refused before allocating, with what to reduce."""
+
+
+class DeadlineExceeded(CancelledError):
+    """Long work stopped because it ran past the time it was given."""

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from prefshap_core.errors import CancelledError
+from prefshap_core.errors import CancelledError, DeadlineExceeded
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,25 @@ class _SubProgress(Progress):
     def update(self, stage: str, fraction: float) -> None:
         fraction = min(max(float(fraction), 0.0), 1.0)
         self._parent.update(stage, self._lo + (self._hi - self._lo) * fraction)
+
+
+class _Deadline(Progress):
+    def __init__(self, parent: Progress, seconds: float, what: str) -> None:
+        self._parent = parent
+        self._deadline = time.monotonic() + seconds
+        self._seconds = seconds
+        self._what = what
+
+    def update(self, stage: str, fraction: float) -> None:
+        if time.monotonic() > self._deadline:
+            raise DeadlineExceeded(f"{self._what} took more than {self._seconds:g} s ({stage})")
+        self._parent.update(stage, fraction)
+
+
+def with_deadline(progress: Progress | None, seconds: float, what: str) -> Progress:
+    """``progress`` that raises :class:`DeadlineExceeded` at the first checkpoint after
+    ``seconds`` (e.g. the demo preparation, which other visitors wait for)."""
+    return _Deadline(ensure_progress(progress), seconds, what)
 
 
 def ensure_progress(progress: Progress | None) -> Progress:

@@ -48,3 +48,17 @@ def test_kernel_weights_match_exact_and_survive_many_players() -> None:
     assert np.all(np.isfinite(w)) and w[0] > 0 and w[-1] == w[0]
     coalitions = sample_paired_coalitions(big, 8, seed=0)
     assert coalitions.coverage == 0.0
+
+
+def test_deadline_progress_stops_at_the_first_late_checkpoint() -> None:
+    from prefshap_core.errors import CancelledError, DeadlineExceeded
+    from prefshap_core.progress import Progress, with_deadline
+
+    seen: list[float] = []
+    on_time = with_deadline(Progress(lambda u: seen.append(u.fraction)), 60.0, "Work")
+    on_time.span(0.5, 1.0).update("half", 0.5)
+    assert seen == [0.75]
+    late = with_deadline(None, 0.0, "Preparing the demo")
+    with pytest.raises(DeadlineExceeded, match="Preparing the demo took more than 0 s"):
+        late.span(0.0, 0.5).update("training", 0.1)
+    assert issubclass(DeadlineExceeded, CancelledError)
