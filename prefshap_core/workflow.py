@@ -18,6 +18,7 @@ import pandas as pd
 from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, Split, split_duels
+from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme import EngineStats
 from prefshap_core.explain.explainer import explain_context, explain_items
@@ -105,6 +106,7 @@ def train(
     """Fit the chosen model (and a UPM baseline) on the seeded 80/10/10 split."""
     start = time.perf_counter()
     progress = ensure_progress(progress)
+    check_dataset_names(data.item_space, data.context_space)  # export columns stay unique
     split = split_duels(data.n_duels, settings.seed)
     with_baseline = settings.baseline and settings.kind != "upm"
     main_share = 0.7 if with_baseline else 0.95

@@ -73,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise ValueError("--samples must be at least 1")
     fn = load_model(args.model)
+    for old, new in fn.metadata.get("renamed_players", {}).items():
+        print(
+            f"prefshap explain: note: player '{old}' is called '{new}' in {args.out}: "
+            "its name is an export column",
+            file=sys.stderr,
+        )
     file_name = Path(args.duels).name
     table = read_table(Path(args.duels), file_name=file_name)
     left, right = _ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name)
