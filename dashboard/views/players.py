@@ -12,6 +12,7 @@ from dashboard.components.export import table_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.tables import paginated
 from prefshap_core import workflow
+from prefshap_core.csv_safety import to_csv_bytes
 
 VIEWS = {"all": "All duels", "losses": "Losses", "wins": "Wins"}
 RESULT_OF_VIEW = {"losses": "lost", "wins": "won"}
@@ -147,7 +148,7 @@ def _duel_table(loaded: state.LoadedData, record: workflow.ItemRecord, view: str
     )
     with c[1]:
         table_download(
-            table.to_csv(index=False).encode("utf-8"),
+            to_csv_bytes(table),
             f"{record.item_id}_{view}_duels.csv",
             label="Duels (CSV)",
             key=f"duels:{record.item_id}:{view}",

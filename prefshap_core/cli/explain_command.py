@@ -30,6 +30,7 @@ import pandas as pd
 from prefshap_core import budget
 from prefshap_core.cli._output import stderr_progress
 from prefshap_core.compute import Compute
+from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.csv_io import read_table, row_numbers
 from prefshap_core.data.encoding import EncodingSpec, encode_rows
 from prefshap_core.errors import DataValidationError
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     for j, name in enumerate(expl.player_names):
         out[name] = expl.values[:, j]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    out.to_csv(args.out, index=False, float_format="%.17g")
+    write_csv(out, args.out, float_format="%.17g")  # ids and headers formula-safe
     summary = {
         "duels": len(out),
         "what": args.what,
