@@ -86,6 +86,8 @@ def main() -> None:
         layout="wide",
     )
     state.init()
+    for job in state.running_jobs():  # this session is still here: keep its jobs
+        job.touch()
     services.collect_finished_jobs()
     pages = {
         name: st.Page(path, title=title, icon=icon, url_path=name, default=name == FIRST_PAGE)

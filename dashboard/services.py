@@ -22,7 +22,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import sources, state
-from dashboard.jobs import Job
+from dashboard.jobs import ABANDON_AFTER_S, Job
 from prefshap_core import workflow
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
 from prefshap_core.errors import PrefShapError
@@ -144,6 +144,8 @@ def start_training(
         f"Training {title} on {loaded.title}",
         lambda progress: train_now(loaded, settings, progress),
         page=page,
+        heavy=True,
+        abandon_after_s=ABANDON_AFTER_S,
     )
     return state.add_job(job.start())
 
@@ -254,7 +256,14 @@ def explanation_or_job(
         return job.result, None
     if job is None:
         job = state.add_job(
-            Job(key, label, lambda progress: explain_now(loaded, model, req, progress), page=page)
+            Job(
+                key,
+                label,
+                lambda progress: explain_now(loaded, model, req, progress),
+                page=page,
+                heavy=True,
+                abandon_after_s=ABANDON_AFTER_S,
+            )
         ).start()
     return None, job
 

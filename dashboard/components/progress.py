@@ -42,6 +42,7 @@ def _panel(job_key: str, compact: bool) -> None:
     job = state.job(job_key)
     if job is None:
         return
+    job.touch()  # polled twice a second while the tab is open (jobs.ABANDON_AFTER_S)
     if job.finished:
         st.rerun()  # the whole app: the page now shows the result (or the failure)
     # A fragment rerun does not pass through the page's guard: guard it here.
