@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
+from prefshap_core.budget import limit_malloc_arenas
 from prefshap_core.errors import CancelledError, PrefShapError
 from prefshap_core.progress import Progress, ProgressUpdate, cancel_scope
 
@@ -88,6 +89,8 @@ def _default_capacity() -> int:
 
 
 HEAVY_JOBS = HeavyJobGate(_default_capacity())
+# Each job runs in a fresh thread: share malloc arenas so their memory is reused.
+limit_malloc_arenas(HEAVY_JOBS.capacity + 1)
 
 
 class Job:
@@ -209,6 +212,7 @@ class Job:
         finally:
             if acquired:
                 self._gate.release(id(self))
+            self._work = None  # its closure holds data and models: let them go
             self.finished_at = time.time()
 
 

@@ -58,13 +58,24 @@ class ExplanationStore:
     """A small thread-safe LRU of explanations shared by all sessions of this process.
 
     Each entry remembers its owner (which model explained what), so one duel can be
-    cut out of any explanation of the same model that already covers it.
+    cut out of any explanation of the same model that already covers it. Bounded by
+    count and by bytes, so many visitors' explanations cannot grow the process
+    without end (the disk cache keeps everything).
     """
 
-    def __init__(self, capacity: int = 48) -> None:
-        self._items: OrderedDict[str, tuple[Owner, Explanation]] = OrderedDict()
+    def __init__(self, capacity: int = 48, max_bytes: int = 256 * 2**20) -> None:
+        self._items: OrderedDict[str, tuple[Owner, Explanation, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
+
+    @property
+    def n_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def get(self, key: str) -> Explanation | None:
         with self._lock:
@@ -75,25 +86,42 @@ class ExplanationStore:
             return entry[1]
 
     def put(self, key: str, owner: Owner, expl: Explanation) -> None:
+        size = _explanation_bytes(expl)
         with self._lock:
-            self._items[key] = (owner, expl)
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2]
+            self._items[key] = (owner, expl, size)
+            self._bytes += size
+            while len(self._items) > 1 and (
+                len(self._items) > self._capacity or self._bytes > self._max_bytes
+            ):
+                _, (_, _, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
 
     def forget(self, key: str) -> None:
         with self._lock:
-            self._items.pop(key, None)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2]
 
     def find_duel(self, owner: Owner, duel_id: str) -> Explanation | None:
         """The one-duel explanation of ``duel_id`` taken from a covering entry, if any."""
         with self._lock:
-            entries = [expl for who, expl in reversed(self._items.values()) if who == owner]
+            entries = [expl for who, expl, _ in reversed(self._items.values()) if who == owner]
         for expl in entries:
             rows = np.flatnonzero(expl.duel_ids == duel_id)
             if len(rows):
                 return expl.subset(rows[:1])
         return None
+
+
+def _explanation_bytes(expl: Explanation) -> int:
+    total = 0
+    for value in vars(expl).values():
+        if isinstance(value, np.ndarray):
+            total += value.nbytes if value.dtype != object else 64 * value.size
+    return total
 
 
 @st.cache_resource(show_spinner=False)
