@@ -63,8 +63,10 @@ def test_rss_is_flat_over_train_and_explain_rounds() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     sizes = [float(v) for v in done.stdout.strip().splitlines()[-1].strip("[]").split(",")]
-    growth = sizes[9] - sizes[2]  # rounds 3..10
-    assert growth < 5.0, sizes
+    assert sizes[9] - sizes[2] < 5.0, sizes  # rounds 3..10: the contract
+    # Stricter, and what failed before (per-thread malloc arenas grew ~9 MB a round
+    # early on): round 2 on is flat too.
+    assert sizes[9] - sizes[1] < 5.0, sizes
 
 
 def _explanation(n: int) -> Explanation:
