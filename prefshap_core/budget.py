@@ -96,17 +96,29 @@ def current_budget() -> MemoryBudget:
 
 # -- estimates -------------------------------------------------------------------------
 def training_bytes(
-    n_train: int, n_centres: int, n_features: int, itemsize: int = 8, *, baseline: bool = True
+    n_train: int,
+    n_centres: int,
+    n_features: int,
+    itemsize: int = 8,
+    *,
+    kernel_cache_bytes: int = _KERNEL_CACHE_BYTES,
 ) -> int:
     """Peak of one training: the centre Gram, its Cholesky factor, the preconditioner's
-    ``A`` and the ``T T^T`` scratch (4 m^2), the cached or blocked ``K_nM`` (at most
-    the operator's 2 GiB cache), and the duel matrices. The baseline UPM runs after
-    the main model and reuses the same sizes, so it adds nothing to the peak."""
+    ``A`` and the ``T T^T`` scratch (4 m^2), ``K_nM`` (cached up to
+    ``kernel_cache_bytes``, else recomputed by blocks) and the duel matrices. The
+    baseline UPM runs after the main model with the same sizes: no higher peak."""
     m = max(0, min(int(n_centres), int(n_train)))
     gram = 4 * m * m * itemsize
-    knm = min(int(n_train) * m * itemsize, _KERNEL_CACHE_BYTES)
+    knm = min(int(n_train) * m * itemsize, int(kernel_cache_bytes)) + 64 * 2**20
     rows = 4 * int(n_train) * max(1, int(n_features)) * 8
     return int(gram + knm + rows)
+
+
+def kernel_cache_allowance(n_train: int, n_centres: int, n_features: int, itemsize: int = 8) -> int:
+    """How much of ``K_nM`` one training may cache within the job budget (chunking the
+    rest: the operator then recomputes blocks, slower but bounded)."""
+    without = training_bytes(n_train, n_centres, n_features, itemsize, kernel_cache_bytes=0)
+    return int(max(0, min(_KERNEL_CACHE_BYTES, current_budget().job_bytes - without)))
 
 
 def explain_bytes(

@@ -27,6 +27,7 @@ from prefshap_core.metrics import duel_rankability
 from prefshap_core.models.estimators import PreferenceModel, make_model
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
+from prefshap_core.solvers.options import SolverOptions
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class TrainSettings:
     backend: str = "torch"  # "falkon": the optional falkon package, if installed
     baseline: bool = True  # also fit a UPM on the same split, for comparison
 
-    def model(self, kind: str | None = None) -> PreferenceModel:
+    def model(
+        self, kind: str | None = None, solver: SolverOptions | None = None
+    ) -> PreferenceModel:
         return make_model(
             kind or self.kind,
             n_centres=self.n_centres,
@@ -64,6 +67,7 @@ class TrainSettings:
             seed=self.seed,
             backend=self.backend,
             compute=Compute(device=self.device, dtype=self.dtype),
+            solver=solver,
         )
 
 
@@ -113,16 +117,17 @@ def train(
     n_features = data.item_space.n_features + (
         data.context_space.n_features if data.context_space is not None else 0
     )
-    need = budget.training_bytes(
-        len(split.train), settings.n_centres, n_features, 4 if settings.dtype == "float32" else 8
-    )
+    itemsize = 4 if settings.dtype == "float32" else 8
+    sizes = (len(split.train), settings.n_centres, n_features, itemsize)
+    cache = budget.kernel_cache_allowance(*sizes)  # K_nM beyond it is chunked
+    need = budget.training_bytes(*sizes, kernel_cache_bytes=cache)
     with budget.reserve(
         need,
         f"Training with {settings.n_centres:,} centres on {len(split.train):,} duels",
         budget.TRAIN_REDUCE,
     ):
         return _train_within_budget(
-            data, settings, progress, split, with_baseline, main_share, start
+            data, settings, progress, split, with_baseline, main_share, start, cache
         )
 
 
@@ -134,8 +139,10 @@ def _train_within_budget(
     with_baseline: bool,
     main_share: float,
     start: float,
+    kernel_cache_bytes: int,
 ) -> TrainingResult:
-    model = settings.model().fit(
+    solver = SolverOptions(cache_budget_bytes=kernel_cache_bytes)
+    model = settings.model(solver=solver).fit(
         data, split.train, split.validation, progress.span(0.0, main_share)
     )
     fit_seconds = model.fit_seconds_
@@ -153,7 +160,7 @@ def _train_within_budget(
     baseline_metrics = None
     baseline_seconds = 0.0
     if with_baseline:
-        upm = settings.model("upm").fit(
+        upm = settings.model("upm", solver).fit(
             data, split.train, split.validation, progress.span(main_share, 0.95)
         )
         baseline_metrics = upm.score(data, split.test)

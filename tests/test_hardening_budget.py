@@ -114,3 +114,20 @@ def test_twenty_thousand_columns_are_refused_before_explaining(
     )
     with pytest.raises(MemoryBudgetError, match="feature columns"):
         workflow.explain_duels(fn, data, np.array([0, 1]))
+
+
+def test_kernel_matrix_is_chunked_when_only_its_cache_does_not_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = _duels(2_000)
+    settings = workflow.TrainSettings(
+        n_centres=200, penalty=1e-2, lengthscale_scale=1.0, cme_lambda=1e-2, baseline=False
+    )
+    n_train = len(workflow.split_duels(data.n_duels, 0).train)
+    without = budget.training_bytes(n_train, 200, 2, kernel_cache_bytes=0)
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, str(without + 10_000))
+    assert budget.kernel_cache_allowance(n_train, 200, 2) == 10_000 < n_train * 200 * 8
+    chunked = workflow.train(data, settings)  # fits: K_nM recomputed by blocks
+    monkeypatch.delenv(budget.MEMORY_BUDGET_ENV)
+    cached = workflow.train(data, settings)
+    np.testing.assert_allclose(chunked.function.alpha, cached.function.alpha, rtol=1e-8, atol=1e-10)
