@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dashboard.jobs import HeavyJobGate, Job
 from prefshap_core.errors import CancelledError
+from prefshap_core.kernels.operator import dense_operator
 from prefshap_core.progress import Progress, cancel_scope, checkpoint
-from prefshap_core.solvers.operator import dense_operator
 from prefshap_core.solvers.preconditioner import triangular_gram
 
 
