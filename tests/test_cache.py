@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from prefshap_core import cache as cache_module
 from prefshap_core import workflow
 from prefshap_core.cache import (
     CACHE_DIR_ENV,
@@ -16,6 +17,7 @@ from prefshap_core.cache import (
     explanation_key,
 )
 from prefshap_core.datasets import load_dataset
+from prefshap_core.explain import ExplainOptions
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.paths import repo_root
 
@@ -158,17 +160,23 @@ def test_keys_stay_inside_the_root(tmp_path: Path) -> None:
     assert entry is not None and (tmp_path / "root") in entry.parents
 
 
-def test_explanation_key_depends_on_everything_that_matters() -> None:
-    base = explanation_key("d", "s", "items", np.array([1, 2, 3]), seed=0)
-    assert base == explanation_key("d", "s", "items", np.array([1, 2, 3]), seed=0)
+def test_explanation_key_depends_on_everything_that_matters(monkeypatch) -> None:
+    items, duels = ExplainOptions(), np.array([1, 2, 3])
+    base = explanation_key("d", "s", duels, items)
+    assert base == explanation_key("d", "s", np.array([1, 2, 3]), ExplainOptions())
     others = {
-        explanation_key("d2", "s", "items", np.array([1, 2, 3]), seed=0),
-        explanation_key("d", "s2", "items", np.array([1, 2, 3]), seed=0),
-        explanation_key("d", "s", "context", np.array([1, 2, 3]), seed=0),
-        explanation_key("d", "s", "items", np.array([1, 2, 4]), seed=0),
-        explanation_key("d", "s", "items", np.array([1, 2, 3]), seed=1),
+        explanation_key("d2", "s", duels, items),
+        explanation_key("d", "s2", duels, items),
+        explanation_key("d", "s", duels, ExplainOptions(what="context")),
+        explanation_key("d", "s", np.array([1, 2, 4]), items),
+        explanation_key("d", "s", duels, ExplainOptions(seed=1)),
+        explanation_key("d", "s", duels, items, "float32"),
+        explanation_key("d", "s", duels, items, cap_seed=1),
     }
-    assert base not in others and len(others) == 5
+    assert base not in others and len(others) == 7
+    # a bumped engine version never serves old entries
+    monkeypatch.setattr(cache_module, "ENGINE_VERSION", "next")
+    assert explanation_key("d", "s", duels, items) != base
 
 
 def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from prefshap_core import workflow
 from prefshap_core.cache import DiskCache, explanation_key
 from prefshap_core.data import build_duel_data
 from prefshap_core.data.feature_space import FeatureSpace
+from prefshap_core.explain import ExplainOptions
 from prefshap_core.paths import repo_root
 
 SETTINGS = workflow.TrainSettings(
@@ -77,7 +78,7 @@ def test_two_uploads_equal_in_model_space_get_their_own_entries(tmp_path: Path, 
         fn = cache.load_training(fp, settings_fp).function
         np.testing.assert_array_equal(fn.item_space.scale, data.item_space.scale)
         assert fn.item_space.group_names == data.item_space.group_names
-    keys = {explanation_key(fp, settings_fp, "items", np.arange(5), seed=0) for fp in fingerprints}
+    keys = {explanation_key(fp, settings_fp, np.arange(5), ExplainOptions()) for fp in fingerprints}
     assert len(keys) == 4
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from prefshap_core.errors import NumericalError
-from prefshap_core.explain.cme import _cholesky_in_float64
+from prefshap_core.explain.cme.embedding import _cholesky_in_float64
 
 
 def test_cholesky_fallback_refuses_nan_at_once() -> None:
@@ -36,7 +36,7 @@ def test_cholesky_fallback_still_repairs_rounding() -> None:
 def test_kernel_weights_match_exact_and_survive_many_players() -> None:
     import math
 
-    from prefshap_core.explain.coalitions import kernel_weights, sample_paired_coalitions
+    from prefshap_core.explain.shapley.coalitions import kernel_weights, sample_paired_coalitions
 
     p = 12
     sizes = np.arange(p + 1)
