@@ -9,7 +9,13 @@ import pytest
 
 from prefshap_core import cache as cache_module
 from prefshap_core import workflow
-from prefshap_core.cache import CACHE_DIR_ENV, DiskCache, cache_dir, explanation_key
+from prefshap_core.cache import (
+    CACHE_DIR_ENV,
+    FORMAT_VERSION,
+    DiskCache,
+    cache_dir,
+    explanation_key,
+)
 from prefshap_core.datasets import load_dataset
 from prefshap_core.explain import CGOptions, ExplainOptions, LocalExecutor
 from prefshap_core.explain.explanation import Explanation
@@ -108,7 +114,8 @@ def test_corrupt_entries_are_misses_and_get_rewritten(tmp_path: Path, damage: st
     elif damage == "missing-file":
         arrays.unlink()
     else:
-        meta.write_text(meta.read_text().replace('"format_version": 1', '"format_version": 0'))
+        current = f'"format_version": {FORMAT_VERSION}'
+        meta.write_text(meta.read_text().replace(current, '"format_version": 0'))
     assert cache.load_explanation("k") is None
     assert not entry.exists()  # removed, so the recomputed value can be stored
     assert cache.save_explanation("k", _explanation()) is not None

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import services, sources, state
 from dashboard.components.explanations import fetch, figures, require_model, sample_note
 from dashboard.components.guard import run_guarded
+from dashboard.components.text import md
 from prefshap_core import workflow
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
@@ -74,7 +75,7 @@ def render() -> None:
         return
     loaded, model = ready
     st.caption(
-        f"{services.model_title(model.kind)} on **{loaded.title}**. Each point is a duel seen "
+        f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Each point is a duel seen "
         "from its winner: right of zero, the feature helped the winner; red, the winner had "
         "more of it."
     )
