@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.explain.coalitions import all_coalitions
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--players", type=int, nargs="+", default=[16, 17])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # thousands of tiny solves: threads only add waits
     for p in args.players:
         start = time.perf_counter()
         path = write_fixture(p, args.seed)

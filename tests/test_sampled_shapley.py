@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.explain.coalitions import all_coalitions, bits_from_masks, masks_from_bits
@@ -147,6 +148,44 @@ def test_thousands_of_players():
     assert coalitions.stratum_max_size[-1] == p // 2
 
 
+# -- calibration ---------------------------------------------------------------------
+def unanimity_games(p, n_games, seed, n_terms=30):
+    """Sums of unanimity games c_T [T subset of S] (|T| <= 5): any p, and the exact
+    Shapley value is known in closed form (c_T / |T| to each member of T)."""
+    rng = np.random.default_rng(seed)
+    terms = [rng.choice(p, size=rng.integers(1, 6), replace=False) for _ in range(n_terms)]
+    coef = rng.normal(size=(n_terms, n_games))
+    phi = np.zeros((n_games, p))
+    for members, c in zip(terms, coef, strict=True):
+        phi[:, members] += c[:, None] / len(members)
+
+    def values(masks):
+        return np.stack([masks[:, t].all(1) for t in terms], 1).astype(float) @ coef
+
+    return values, phi
+
+
+@pytest.mark.parametrize(("p", "n"), [(30, 400), (30, 2 * 30 + 2048)])
+def test_standard_errors_cover_on_unanimity_games(p, n):
+    # p = 30 at 400 samples merges the two middle strata into a with-replacement one.
+    values, exact = unanimity_games(p, 6, seed=p)
+    hits = []
+    for seed in range(12):
+        coalitions = sample_stratified_coalitions(p, n, seed)
+        v_full = values(np.ones((1, p), dtype=bool))[0]
+        phi, se = SampledShapley(coalitions)(values(coalitions.masks), np.zeros(6), v_full)
+        hits.append(np.abs(phi - exact) <= 1.96 * se)
+    assert 0.90 <= np.mean(hits) <= 0.99
+
+
+def test_too_few_pairs_for_the_players_give_no_standard_error():
+    values, _ = unanimity_games(50, 2, seed=0)
+    coalitions = sample_stratified_coalitions(50, 40, seed=0)
+    phi, se = SampledShapley(coalitions)(values(coalitions.masks), np.zeros(2), np.ones(2))
+    assert np.isnan(se).all()
+    np.testing.assert_allclose(phi.sum(1), 1.0, atol=1e-10)
+
+
 # -- calibration on real model games ----------------------------------------------
 def fixture_game(p):
     data = np.load(FIXTURES / f"shapley_p{p}.npz")
@@ -162,8 +201,18 @@ def fixture_game(p):
     return values, np.zeros_like(v_full), v_full, data["phi"]
 
 
+@pytest.fixture
+def one_thread():
+    # Thousands of tiny solves: threads only add synchronisation on a shared host.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [16, 17])
-def test_standard_errors_cover_on_model_games(p):
+def test_standard_errors_cover_on_model_games(p, one_thread):
     values_of, v_empty, v_full, exact = fixture_game(p)
     designs = [
         sample_stratified_coalitions(p, n, seed) for n in (400, 2 * p + 2048) for seed in range(3)

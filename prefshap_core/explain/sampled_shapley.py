@@ -27,7 +27,12 @@ sampling: ``phi - phi_true ~ A^-1 sum_k omega_k x_k r_k``; the pair totals ``e_g
     var(phi_i) = sum_h fpc_h n_h / (n_h - 1) sum_{g in h} (e_gi - mean_h e_i)^2,
 
 ``fpc_h = 1 - n_h / N_h`` without replacement (1 with replacement, 0 for whole
-strata). The residuals ``r`` are of the fitted phi, so the computation has two
+strata). Each pair's residuals are scaled by ``(1 - h_g)^-1/2``, ``h_g`` its leverage
+(HC2), as fitted residuals are smaller than the errors they stand for. With
+every coalition in, the standard error is 0; with fewer independent pairs than
+players (phi not identified), NaN.
+
+Two passes. The residuals ``r`` are of the fitted phi, so the computation has two
 passes over the coalition values (``partial_statistics``): the first sums ``A^-1
 X' W t`` (linear in the values), the second, given phi, sums per stratum the pair
 totals and their squares. Both are additive over any partition of the rows into
@@ -50,6 +55,11 @@ _MAX_SAMPLED_STRATA = 32
 # A size stratum with at most this many pairs is listed, then subsampled; a larger
 # one is sampled by rejecting repeats (few, as it is then much bigger than the draw).
 _LIST_AT_MOST = 50_000
+# Residuals of the fit are shrunk by their pair's leverage h; scaling them by
+# (1 - h)^-1/2 (HC2 / Bell-McCaffrey) undoes that on average. It matters when the
+# sampled pairs are few for the number of players (p = 30, 100 samples: coverage
+# 0.71 without it, 0.92 with; (1 - h)^-1, the jackknife, over-covers at 0.99).
+_LEVERAGE_POWER = 0.5
 
 
 @dataclass(frozen=True, eq=False)
@@ -251,16 +261,16 @@ def sample_stratified_coalitions(n_players: int, n_samples: int, seed: int) -> S
     )
 
 
-def _solve_gram(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """gram^-1 rhs for the SPD normal matrix; the min-norm answer (pinv) when a design
-    too small to pin every player down leaves it singular."""
+def _solve_gram(gram: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(gram^-1 rhs, True) for the SPD normal matrix; (the min-norm answer, False) when
+    a design too small to pin every player down leaves it singular."""
     try:
         np.linalg.cholesky(gram)
         if np.linalg.cond(gram) < 1e12:
-            return np.linalg.solve(gram, rhs)
+            return np.linalg.solve(gram, rhs), True
     except np.linalg.LinAlgError:
         pass
-    return np.linalg.pinv(gram, hermitian=True) @ rhs
+    return np.linalg.pinv(gram, hermitian=True) @ rhs, False
 
 
 class SampledShapley:
@@ -295,8 +305,14 @@ class SampledShapley:
         gram = self._x.T @ (self._omega[:, None] * self._x)
         # d phi / d (omega_k t_k) for every row: (X A^-1, then minus its row sum for
         # the eliminated player).
-        free = _solve_gram(gram, self._x.T).T
+        free, self.identified = _solve_gram(gram, self._x.T)
+        free = free.T
         self._influence = np.hstack([free, -free.sum(1, keepdims=True)])  # (K, p)
+        leverage = self._omega * np.einsum("kj,kj->k", self._x, free)
+        pair_leverage = leverage[0::2] + leverage[1::2]
+        self._residual_scale = np.repeat(
+            np.clip(1.0 - pair_leverage, 1e-3, None) ** -_LEVERAGE_POWER, 2
+        )
         n = np.asarray(coalitions.stratum_samples, dtype=np.float64)
         fpc = np.asarray(coalitions.stratum_fpc, dtype=np.float64)
         self._sampled = np.flatnonzero((fpc > 0) & (n >= 2))
@@ -336,7 +352,7 @@ class SampledShapley:
         if phi is None:
             return self._influence[rows].T @ (self._omega[rows, None] * t)
         beta = np.asarray(phi, dtype=np.float64)[:, :-1].T  # (p - 1, D)
-        q = self._omega[rows, None] * (t - self._x[rows] @ beta)  # weighted residuals
+        q = (self._omega * self._residual_scale)[rows, None] * (t - self._x[rows] @ beta)
         order = np.argsort(rows, kind="stable")
         partner = np.searchsorted(rows[order], rows ^ 1)
         partner = np.minimum(partner, len(rows) - 1)
@@ -368,7 +384,10 @@ class SampledShapley:
         totals, squares = second[:, 0], second[:, 1]
         spread = squares - totals**2 / self._samples[:, None, None]
         var = np.einsum("h,hpd->pd", self._factor, spread)
-        return np.asarray(phi, dtype=np.float64), np.sqrt(np.maximum(var, 0.0)).T
+        se = np.sqrt(np.maximum(var, 0.0)).T
+        if not self.identified:  # fewer independent pairs than players: no error bar
+            se = np.full_like(se, np.nan)
+        return np.asarray(phi, dtype=np.float64), se
 
     def __call__(
         self, values: np.ndarray, v_empty: np.ndarray, v_full: np.ndarray
