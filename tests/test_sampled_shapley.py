@@ -214,6 +214,7 @@ def one_thread():
 @pytest.mark.parametrize("p", [16, 17])
 def test_standard_errors_cover_on_model_games(p, one_thread):
     values_of, v_empty, v_full, exact = fixture_game(p)
+    np.testing.assert_allclose(exact.sum(1), v_full - v_empty, atol=1e-8)  # same model
     designs = [
         sample_stratified_coalitions(p, n, seed) for n in (400, 2 * p + 2048) for seed in range(3)
     ]
