@@ -73,7 +73,7 @@ from prefshap_core.explain.games.base import DuelBatch
 from prefshap_core.explain.games.items import ItemGame
 from prefshap_core.explain.shapley.coalitions import (
     all_coalitions,
-    sample_paired_coalitions,
+    sample_stratified_coalitions,
 )
 from prefshap_core.kernels.rbf import scaled_gram as kernel
 from prefshap_core.models.hyperparameters import median_lengthscales
@@ -504,7 +504,7 @@ def paper_context(fn, left, right, contexts, masks, compute, n_rows: int):
 def case_website(args, compute: Compute) -> None:
     fn, left, right = website_problem(args.website_items, args.website_duels)
     p = fn.item_space.n_groups
-    masks = sample_paired_coalitions(p, args.website_samples, seed=0).masks
+    masks = sample_stratified_coalitions(p, args.website_samples, seed=0).masks
     query = np.unique(np.concatenate([left, right]))
     n_unique = len(np.unique(fn.items, axis=0))
     n_centre_rows = len(np.unique(np.vstack([fn.centres_left, fn.centres_right]), axis=0))

@@ -22,11 +22,12 @@ import argparse
 
 import numpy as np
 import torch
+from legacy_kernel_shapley import KernelShapley, sample_paired_coalitions
 from make_shapley_fixtures import exact_table
 
-from prefshap_core.explain.coalitions import bits_from_masks, sample_paired_coalitions
-from prefshap_core.explain.sampled_shapley import SampledShapley, sample_stratified_coalitions
-from prefshap_core.explain.shapley import KernelShapley, exact_shapley_matrix
+from prefshap_core.explain.shapley import exact_shapley_matrix
+from prefshap_core.explain.shapley.coalitions import bits_from_masks
+from prefshap_core.explain.shapley.sampled import SampledShapley, sample_stratified_coalitions
 
 
 def old_design(table: np.ndarray, p: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

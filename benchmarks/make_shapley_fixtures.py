@@ -21,11 +21,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from prefshap_core.compute import Compute
-from prefshap_core.explain.coalitions import all_coalitions
+from prefshap_core.explain.games.items import item_coalition_values
 from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.explain.shapley import exact_shapley_matrix
-from prefshap_core.explain.value_items import ItemGame
+from prefshap_core.explain.shapley.coalitions import all_coalitions
 from prefshap_core.models.model_file import model_to_bytes
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -57,15 +56,13 @@ def coalition_values(
     fn: PreferenceFunction, left: np.ndarray, right: np.ndarray, masks: np.ndarray
 ) -> np.ndarray:
     """(K, D) item values v(S) of proper coalitions for duels between pool rows."""
-    rows, inverse = np.unique(np.concatenate([left, right]), return_inverse=True)
-    game = ItemGame(fn, fn.items[rows], Compute())
-    return game.values(masks, inverse[: len(left)], inverse[len(left) :], batch=512)
+    return item_coalition_values(fn, masks, left, right)
 
 
 def boundary_values(
     fn: PreferenceFunction, left: np.ndarray, right: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """v(empty) = 0 and v(all players) = the model output (METHOD.md)."""
+    """v(empty) = 0 and v(all players) = the model output (docs/method.md)."""
     v_full = np.asarray(fn.decision(fn.items[left], fn.items[right]), dtype=np.float64)
     return np.zeros_like(v_full), v_full
 

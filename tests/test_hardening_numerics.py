@@ -36,7 +36,8 @@ def test_cholesky_fallback_still_repairs_rounding() -> None:
 def test_kernel_weights_match_exact_and_survive_many_players() -> None:
     import math
 
-    from prefshap_core.explain.shapley.coalitions import kernel_weights, sample_paired_coalitions
+    from prefshap_core.explain.shapley import sample_stratified_coalitions
+    from prefshap_core.explain.shapley.coalitions import kernel_weights
 
     p = 12
     sizes = np.arange(p + 1)
@@ -46,8 +47,8 @@ def test_kernel_weights_match_exact_and_survive_many_players() -> None:
     big = 1500
     w = kernel_weights(np.array([1, 2, 750, 1499]), big)
     assert np.all(np.isfinite(w)) and w[0] > 0 and w[-1] == w[0]
-    coalitions = sample_paired_coalitions(big, 8, seed=0)
-    assert coalitions.coverage == 0.0
+    coalitions = sample_stratified_coalitions(big, 8, seed=0)
+    assert coalitions.masks.shape == (8, big) and not coalitions.exact
 
 
 def test_deadline_progress_stops_at_the_first_late_checkpoint() -> None:

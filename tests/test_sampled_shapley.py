@@ -14,12 +14,15 @@ import numpy as np
 import pytest
 import torch
 
-from prefshap_core.compute import Compute
-from prefshap_core.explain.coalitions import all_coalitions, bits_from_masks, masks_from_bits
+from prefshap_core.explain.games.items import item_coalition_values
 from prefshap_core.explain.reference import shapley_by_subsets
-from prefshap_core.explain.sampled_shapley import SampledShapley, sample_stratified_coalitions
 from prefshap_core.explain.shapley import exact_shapley_matrix
-from prefshap_core.explain.value_items import ItemGame
+from prefshap_core.explain.shapley.coalitions import (
+    all_coalitions,
+    bits_from_masks,
+    masks_from_bits,
+)
+from prefshap_core.explain.shapley.sampled import SampledShapley, sample_stratified_coalitions
 from prefshap_core.models.model_file import load_model
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -127,7 +130,7 @@ def test_partial_statistics_add_up_to_the_direct_call():
     second = sum(
         estimator.partial_statistics(values[r], r, v_empty, v_full, phi=phi) for r in rows_2
     )
-    phi, se = estimator.finish(second, phi)
+    phi, se = estimator.finish_totals(second, phi)
     np.testing.assert_allclose(phi, direct[0], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(se, direct[1], rtol=1e-10, atol=1e-14)
     split = np.arange(1, 20)  # row 0 without its partner
@@ -191,12 +194,10 @@ def fixture_game(p):
     data = np.load(FIXTURES / f"shapley_p{p}.npz")
     fn = load_model(data["model"].tobytes())
     left, right = data["left"], data["right"]
-    rows, inverse = np.unique(np.concatenate([left, right]), return_inverse=True)
-    game = ItemGame(fn, fn.items[rows], Compute())
     v_full = np.asarray(fn.decision(fn.items[left], fn.items[right]), dtype=np.float64)
 
     def values(masks):
-        return game.values(masks, inverse[: len(left)], inverse[len(left) :], batch=512)
+        return item_coalition_values(fn, masks, left, right)
 
     return values, np.zeros_like(v_full), v_full, data["phi"]
 

@@ -5,10 +5,12 @@ hands them to an executor as one *work* object (picklable: the game, the duels, 
 masks and the Shapley estimator) and a list of row slices. ``work(rows)`` evaluates
 those coalitions and returns the estimator's partial statistics (for exact values
 ``A[:, rows] v[rows]``, p x duels, not the values themselves); the executor
-returns them in the order of the slices, and the estimator's ``finish`` reduces
-them in that order, so every executor gives the same numbers for the same
-partition. :class:`LocalExecutor` (the default) runs them here, one after the
-other; a cluster executor runs them elsewhere (issue: Dask backend).
+returns them in the order of the slices, and the estimator reduces them in that
+order, so every executor gives the same numbers for the same partition. Sampled
+values take two passes (the standard errors need the fitted values): the same
+slices again through ``work.second_pass(phi)``, whose values are kept from the
+first pass where the same process ran it. :class:`LocalExecutor` (the default) runs
+them here, one after the other; a cluster executor runs them elsewhere.
 """
 
 from __future__ import annotations
@@ -29,14 +31,24 @@ class CoalitionWork:
     game: Game
     batch: DuelBatch
     masks: np.ndarray  # (K, p) every coalition of the explanation
-    estimator: Any  # ExactShapley | KernelShapley (partial / finish)
+    estimator: Any  # ExactShapley | SampledShapley (partial / finish)
     v_empty: np.ndarray  # (D,)
     v_full: np.ndarray  # (D,)
     coalition_batch: int = 1
     on_batch: OnBatch | None = None  # progress inside this process only
+    phi: np.ndarray | None = None  # (D, p) for a two-pass estimator's second pass
 
     def values(self, rows: slice) -> np.ndarray:
         """(rows, D) coalition values; the boundary coalitions by definition."""
+        kept = self.__dict__.setdefault("_kept", {})
+        if rows.start in kept:
+            return kept[rows.start]
+        values = self._evaluate(rows)
+        if getattr(self.estimator, "passes", 1) > 1:
+            kept[rows.start] = values  # the second pass needs them again
+        return values
+
+    def _evaluate(self, rows: slice) -> np.ndarray:
         masks = self.masks[rows]
         sizes = masks.sum(1)
         p = masks.shape[1]
@@ -52,12 +64,21 @@ class CoalitionWork:
         return values
 
     def __call__(self, rows: slice) -> Any:
-        return self.estimator.partial(self.values(rows), rows)
+        values = self.values(rows)
+        return self.estimator.partial(values, rows, self.v_empty, self.v_full, self.phi)
+
+    def second_pass(self, phi: np.ndarray) -> CoalitionWork:
+        """The same work with ``phi`` known, sharing the kept values and bound game."""
+        other = object.__new__(CoalitionWork)
+        other.__dict__.update(self.__dict__)  # not copy.copy: __getstate__ drops the kept
+        other.phi = phi
+        return other
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["on_batch"] = None  # a progress callback never travels
         state.pop("_bound", None)
+        state.pop("_kept", None)
         return state
 
 
@@ -90,6 +111,10 @@ class LocalExecutor:
 
 
 def coalition_slices(n_coalitions: int, per_task: int | None) -> list[slice]:
-    """The partition of ``range(n_coalitions)`` into tasks of ``per_task`` rows."""
-    size = n_coalitions if per_task is None else max(1, per_task)
+    """The partition of ``range(n_coalitions)`` into tasks of ``per_task`` rows.
+
+    Rounded up to an even size: sampled coalitions come in pairs (rows 2t, 2t + 1)
+    that a task must not split.
+    """
+    size = n_coalitions if per_task is None else max(2, per_task + per_task % 2)
     return [slice(s, min(s + size, n_coalitions)) for s in range(0, n_coalitions, size)]

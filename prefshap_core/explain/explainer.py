@@ -47,7 +47,8 @@ from prefshap_core.explain.player_data import context_columns, player_difference
 from prefshap_core.explain.shapley import (
     CoalitionSet,
     ExactShapley,
-    KernelShapley,
+    SampledCoalitions,
+    SampledShapley,
     all_coalitions,
     choose_coalitions,
     coalition_count,
@@ -75,10 +76,12 @@ class CoalitionTable:
 class _ValueTable:
     """An 'estimator' that keeps the coalition values themselves."""
 
-    def partial(self, values: np.ndarray, rows: slice) -> np.ndarray:
+    passes = 1
+
+    def partial(self, values: np.ndarray, rows: slice, *_: Any) -> np.ndarray:
         return np.asarray(values, dtype=np.float64)
 
-    def finish(self, partials: list[np.ndarray], *_: np.ndarray) -> np.ndarray:
+    def finish(self, partials: list[np.ndarray], *_: Any) -> np.ndarray:
         return np.vstack(partials)
 
 
@@ -177,7 +180,8 @@ class Explainer:
             coalitions = choose_coalitions(
                 p, options.exact_limit(), options.n_samples, options.seed
             )
-            estimator = ExactShapley(coalitions) if coalitions.exact else KernelShapley(coalitions)
+            exact = isinstance(coalitions, CoalitionSet)
+            estimator = ExactShapley(coalitions) if exact else SampledShapley(coalitions)
             stage = f"explaining {options.what} features"
             base_u, outputs_u, (phi_u, se_u) = self._run(
                 canon, coalitions, estimator, progress, stage
@@ -309,7 +313,7 @@ class Explainer:
     def _run(
         self,
         canon: CanonicalDuels,
-        coalitions: CoalitionSet,
+        coalitions: CoalitionSet | SampledCoalitions,
         estimator: Any,
         progress: Progress,
         stage: str,
@@ -346,17 +350,23 @@ class Explainer:
                 on_batch=on_batch,
             )
             partials = executor.map(work, slices, on_done)
-            results.append(estimator.finish(partials, v_empty[rows], v_full[rows]))
+            phi = None
+            if getattr(estimator, "passes", 1) == 2:  # sampled: the errors need phi
+                phi = estimator.solve_partials(partials, v_empty[rows], v_full[rows])
+                partials = executor.map(work.second_pass(phi), slices)
+            results.append(estimator.finish(partials, v_empty[rows], v_full[rows], phi))
         return v_empty, v_full, _concatenate(results)
 
-    def _meta(self, coalitions: CoalitionSet, start: float, n_unique: int) -> dict[str, Any]:
+    def _meta(
+        self, coalitions: CoalitionSet | SampledCoalitions, start: float, n_unique: int
+    ) -> dict[str, Any]:
         options, compute = self.options, self.compute
         timings = {} if self.stats is None else {"seconds_by_part": dict(self.stats.seconds)}
         game = self._game
         assert game is not None and self._backend is not None
         return {
             **timings,
-            "shapley": "exact" if coalitions.exact else "sampled",
+            "shapley": "exact" if isinstance(coalitions, CoalitionSet) else "sampled",
             "n_players": coalitions.n_players,
             "n_coalitions": coalitions.n_coalitions,
             "seconds": time.perf_counter() - start,

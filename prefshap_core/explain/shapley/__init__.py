@@ -11,18 +11,22 @@ from prefshap_core.explain.shapley.coalitions import (
     all_coalitions,
     choose_coalitions,
     coalition_count,
-    sample_paired_coalitions,
 )
 from prefshap_core.explain.shapley.exact import ExactShapley, exact_shapley_matrix
-from prefshap_core.explain.shapley.sampled import KernelShapley
+from prefshap_core.explain.shapley.sampled import (
+    SampledCoalitions,
+    SampledShapley,
+    sample_stratified_coalitions,
+)
 
 __all__ = [
     "CoalitionSet",
     "ExactShapley",
-    "KernelShapley",
+    "SampledCoalitions",
+    "SampledShapley",
     "all_coalitions",
     "choose_coalitions",
     "coalition_count",
     "exact_shapley_matrix",
-    "sample_paired_coalitions",
+    "sample_stratified_coalitions",
 ]
