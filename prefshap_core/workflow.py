@@ -131,9 +131,8 @@ def train(
         baseline_metrics = upm.score(data, split.test)
         baseline_seconds = upm.fit_seconds_
     progress.update("Rankability (SpecR)", 0.96)
-    train_y = data.y[split.train]
-    winners = np.where(train_y > 0, data.left[split.train], data.right[split.train])
-    losers = np.where(train_y > 0, data.right[split.train], data.left[split.train])
+    decided = data.decided(split.train)  # ties have no winner: not in the dominance graph
+    winners, losers = data.winners()[decided], data.losers()[decided]
     specr, specr_items = duel_rankability(winners, losers, data.n_items)
     function = model.function_
     function.metadata.update(
@@ -237,7 +236,7 @@ def _within(data: DuelData, within: np.ndarray | None) -> np.ndarray:
 def duels_of_item(
     data: DuelData, item_id: str, outcome: str = "all", within: np.ndarray | None = None
 ) -> np.ndarray:
-    """Duel indices where ``item_id`` took part (``outcome``: all, wins or losses)."""
+    """Duel indices where ``item_id`` took part (``outcome``: all, wins, losses or ties)."""
     row = data.item_index(item_id)
     idx = _within(data, within)
     left, right, y = data.left[idx], data.right[idx], data.y[idx]
@@ -248,9 +247,11 @@ def duels_of_item(
     elif outcome == "wins":
         keep = mine & won
     elif outcome == "losses":
-        keep = mine & ~won
+        keep = mine & ~won & (y != 0)
+    elif outcome == "ties":
+        keep = mine & (y == 0)
     else:
-        raise ValueError(f"outcome must be all, wins or losses, got {outcome!r}")
+        raise ValueError(f"outcome must be all, wins, losses or ties, got {outcome!r}")
     return idx[keep]
 
 
@@ -313,6 +314,12 @@ class ItemRecord:
     wins: int
     losses: int
     duels: pd.DataFrame  # one row per duel: duel index, opponent, result, context
+    ties: int = 0
+
+    @property
+    def wlt(self) -> str:
+        """The record as wins-losses-ties, e.g. ``"12-7-3"``."""
+        return f"{self.wins}-{self.losses}-{self.ties}"
 
 
 def item_record(data: DuelData, item_id: str) -> ItemRecord:
@@ -322,13 +329,14 @@ def item_record(data: DuelData, item_id: str) -> ItemRecord:
     is_left = data.left[idx] == row
     opponent = np.where(is_left, data.right[idx], data.left[idx])
     won = np.where(is_left, data.y[idx] > 0, data.y[idx] < 0)
+    tied = data.y[idx] == 0
     table = pd.DataFrame(
         {
             "duel": idx,
             "duel_id": data.duel_ids[idx],
             "opponent_id": data.item_ids[opponent],
             "opponent": np.asarray(data.labels)[opponent],
-            "result": np.where(won, "won", "lost"),
+            "result": np.where(won, "won", np.where(tied, "tie", "lost")),
         }
     )
     if data.has_context and data.context_labels is not None and data.context_index is not None:
@@ -338,8 +346,9 @@ def item_record(data: DuelData, item_id: str) -> ItemRecord:
         label=str(data.labels[row]),
         n_duels=len(idx),
         wins=int(won.sum()),
-        losses=int((~won).sum()),
+        losses=int((~won & ~tied).sum()),
         duels=table,
+        ties=int(tied.sum()),
     )
 
 

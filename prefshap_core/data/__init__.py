@@ -2,6 +2,8 @@
 
 from prefshap_core.data.build import DUEL_COLUMNS, build_duel_data, load_directory
 from prefshap_core.data.csv_io import MISSING_TOKENS, read_table, row_numbers
+from prefshap_core.data.id_columns import IgnoredColumn
+from prefshap_core.data.readers import UPLOAD_TYPES, read_any
 from prefshap_core.data.duel_data import DataReport, DuelData, ImputationNote, Split, split_duels
 from prefshap_core.data.encoding import (
     EncodedTable,
@@ -16,18 +18,21 @@ from prefshap_core.data.feature_space import FeatureSpace
 __all__ = [
     "DUEL_COLUMNS",
     "MISSING_TOKENS",
+    "UPLOAD_TYPES",
     "DataReport",
     "DuelData",
     "EncodedTable",
     "EncodingSpec",
     "FeatureSpace",
     "GroupEncoding",
+    "IgnoredColumn",
     "ImputationNote",
     "Split",
     "build_duel_data",
     "encode_rows",
     "encode_table",
     "load_directory",
+    "read_any",
     "read_table",
     "row_labels",
     "row_numbers",
