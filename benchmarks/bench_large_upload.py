@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_large_duels import write_large_upload  # noqa: E402
+from make_large_duels import write_large_upload
 
 LOAD = (
     "import sys; from prefshap_core.datasets.registry import load_dataset; "
@@ -52,7 +52,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "large"
         _, duels = write_large_upload(folder, args.duels, args.items, seed=0)
-        print(f"code: {args.code}; {args.duels:,} duels, duels.csv {duels.stat().st_size / 1e6:.0f} MB")
+        size = duels.stat().st_size / 1e6
+        print(f"code: {args.code}; {args.duels:,} duels, duels.csv {size:.0f} MB")
         print(f"{'step':<28} {'wall s':>8} {'peak GB':>8}")
         seconds, peak, _ = _measured([sys.executable, "-c", LOAD, str(folder)], args.code)
         print(f"{'load (read+validate+encode)':<28} {seconds:8.1f} {peak:8.2f}", flush=True)

@@ -19,7 +19,9 @@ def _as_labels(y: np.ndarray, *, ties: bool = False) -> np.ndarray:
     y = np.asarray(y)
     allowed = (-1, 0, 1) if ties else (-1, 1)
     if not np.all(np.isin(y, allowed)):
-        raise ValueError("labels must be -1, 0 (a tie) or +1" if ties else "labels must be -1 or +1")
+        raise ValueError(
+            "labels must be -1, 0 (a tie) or +1" if ties else "labels must be -1 or +1"
+        )
     return y.astype(np.int64)
 
 

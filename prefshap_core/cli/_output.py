@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+import pandas as pd
 
 from prefshap_core.progress import Progress, ProgressUpdate
+
+
+def write_rejected(rejected: pd.DataFrame | None, target: str | Path, command: str) -> int:
+    """Write the rejected rows (with reasons) to ``target``; print how many, and where."""
+    table = rejected if rejected is not None else pd.DataFrame(columns=["file", "row", "reason"])
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(target, index=False)
+    print(
+        f"{command}: {len(table):,} rows rejected or skipped; reasons in {target}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return len(table)
 
 
 def stderr_progress(quiet: bool) -> Progress:

@@ -13,8 +13,8 @@ one (``DataReport.rejected``). Rows with no outcome are skipped in both modes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -91,8 +91,7 @@ def build_duel_data(
         item_columns, ignored = split_id_like(items, covariates, "items", declared)
         if not item_columns:
             raise DataValidationError(
-                "there are no covariate columns left: "
-                + "; ".join(i.describe() for i in ignored),
+                "there are no covariate columns left: " + "; ".join(i.describe() for i in ignored),
                 file=items_file,
             )
     else:
@@ -266,9 +265,7 @@ def load_directory(path: str | Path, *, decimal: str = "auto", **options: object
     )
 
 
-def _not_yet_flagged(
-    hits: np.ndarray, problems: list, skipped: np.ndarray
-) -> np.ndarray:
+def _not_yet_flagged(hits: np.ndarray, problems: list, skipped: np.ndarray) -> np.ndarray:
     flagged = skipped.copy()
     for problem in problems:
         flagged[problem.rows] = True

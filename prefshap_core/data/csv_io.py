@@ -85,9 +85,9 @@ def plain_numbers(cells: np.ndarray, decimal: str) -> np.ndarray:
     texts = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
     changed = False
     for k, text in enumerate(texts):
-        if not isinstance(text, str) or text[-1:] not in "0123456789" or "," not in text and (
-            decimal == "." or "." not in text
-        ):
+        if not isinstance(text, str) or not text[-1:].isdigit():
+            continue
+        if "," not in text and (decimal == "." or "." not in text):
             continue
         if decimal == "," and _DECIMAL_COMMA.fullmatch(text):
             texts[k] = text.replace(".", "").replace(",", ".")
@@ -107,8 +107,10 @@ def _has_decimal_commas(columns: dict[str, np.ndarray]) -> bool:
     for cells in columns.values():
         uniques = pd.unique(cells)
         for text in uniques[:10_000].tolist():
-            if isinstance(text, str) and "," in text and _COMMA_FRACTION.fullmatch(
-                text.replace(".", "")
+            if (
+                isinstance(text, str)
+                and "," in text
+                and _COMMA_FRACTION.fullmatch(text.replace(".", ""))
             ):
                 return True
     return False

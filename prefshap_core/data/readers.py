@@ -68,9 +68,7 @@ def _read_workbook(raw: bytes, file_name: str) -> pd.DataFrame:
     keep = body.notna().any(axis=1).to_numpy()  # blank rows are skipped, as in CSV
     body = body[keep].set_axis(header, axis=1)
     if body.empty:
-        raise DataValidationError(
-            "the sheet has a header row but no data rows", file=file_name
-        )
+        raise DataValidationError("the sheet has a header row but no data rows", file=file_name)
     return body.set_axis(pd.Index(numbers[keep], name=SOURCE_ROW), axis=0)
 
 
