@@ -35,7 +35,7 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def read_table(
-    source: str | Path | bytes, *, file_name: str, decimal: str = "auto"
+    source: str | Path | bytes, *, file_name: str, decimal: str | None = "auto"
 ) -> pd.DataFrame:
     """Read a CSV file (a path, or the uploaded bytes) into a table of strings.
 
@@ -43,13 +43,14 @@ def read_table(
     ``;`` or tab as delimiter (the header line decides), strips whitespace from
     names and cells, maps :data:`MISSING_TOKENS` to ``None`` and skips blank lines.
     Numbers are rewritten in one plain form (``decimal``: ``"."``, ``","`` or
-    ``"auto"``, see :func:`plain_numbers`). Raises :class:`DataValidationError`
+    ``"auto"``, see :func:`plain_numbers`; ``None`` keeps them as written).
+    Raises :class:`DataValidationError`
     (naming ``file_name`` and, where it makes sense, the row and column) for anything
     that is not a rectangular table with one header row of distinct names and at
     least one data row.
     """
-    if decimal not in ("auto", ".", ","):
-        raise ValueError(f"decimal must be 'auto', '.' or ',', got {decimal!r}")
+    if decimal not in ("auto", ".", ",", None):
+        raise ValueError(f"decimal must be 'auto', '.', ',' or None, got {decimal!r}")
     raw = read_bytes(source, file_name)
     text = _decode(raw, file_name)
     del raw
@@ -63,7 +64,7 @@ def read_table(
         column.clear()  # peak memory: one copy of each column at a time
     if decimal == "auto":
         decimal = "," if delimiter != "," and _has_decimal_commas(data) else "."
-    for name in header:
+    for name in header if decimal is not None else ():
         data[name] = plain_numbers(data[name], decimal)
     return pd.DataFrame(data, index=index, dtype=object, copy=False)
 

@@ -50,8 +50,10 @@ def _read_workbook(raw: bytes, file_name: str) -> pd.DataFrame:
             f"{exc}); save the sheet as .xlsx or CSV",
             file=file_name,
         ) from None
-    cells = table.map(_clean).astype(object)
-    filled = cells.notna().any(axis=1).to_numpy()
+    cells = pd.DataFrame(
+        {k: _clean_column(table[k]) for k in table.columns}, dtype=object, copy=False
+    )
+    filled = ~_blank_rows(table)
     if not filled.any():
         raise DataValidationError("the workbook's first sheet is empty", file=file_name)
     first = int(np.flatnonzero(filled)[0])
@@ -65,7 +67,7 @@ def _read_workbook(raw: bytes, file_name: str) -> pd.DataFrame:
             f"has cells beyond the header's {len(header)} columns", file=file_name, row=row
         )
     numbers = np.arange(1, len(body) + 1, dtype=np.int64)
-    keep = body.notna().any(axis=1).to_numpy()  # blank rows are skipped, as in CSV
+    keep = filled[first + 1 :]  # blank rows are skipped, as in CSV
     body = body[keep].set_axis(header, axis=1)
     if body.empty:
         raise DataValidationError("the sheet has a header row but no data rows", file=file_name)
@@ -85,11 +87,33 @@ def _read_parquet(raw: bytes, file_name: str) -> pd.DataFrame:
     if table.empty:
         raise DataValidationError("the file has no data rows", file=file_name)
     table = table.set_axis(header, axis=1)
+    blank = _blank_rows(table)
     for column in header:
-        if table[column].dtype == object or pd.api.types.is_string_dtype(table[column]):
-            table[column] = table[column].map(_clean).astype(object)
+        if not pd.api.types.is_numeric_dtype(table[column]):
+            table[column] = pd.Series(_clean_column(table[column]), index=table.index, dtype=object)
     index = pd.Index(np.arange(1, len(table) + 1, dtype=np.int64), name=SOURCE_ROW)
-    return table.set_axis(index, axis=0)
+    table = table.set_axis(index, axis=0)
+    if blank.all():  # blank rows are skipped, as in CSV
+        raise DataValidationError("the file has no data rows", file=file_name)
+    return table[~blank]
+
+
+def _clean_column(series: pd.Series) -> np.ndarray:
+    """Object array of cleaned cells (each distinct value cleaned once); None = missing."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    cleaned = np.empty(len(uniques) + 1, dtype=object)  # the last: missing (code -1)
+    cleaned[: len(uniques)] = [_clean(v) for v in np.asarray(uniques, dtype=object).tolist()]
+    return cleaned[codes]
+
+
+def _blank_rows(table: pd.DataFrame) -> np.ndarray:
+    """Rows with no text at all (empty or whitespace cells; ``NA`` is text), as CSV skips."""
+    blank = np.ones(len(table), dtype=bool)
+    for column in table.columns:
+        codes, uniques = pd.factorize(table[column], use_na_sentinel=True)
+        empty = [isinstance(v, str) and not v.strip() for v in np.asarray(uniques, dtype=object)]
+        blank &= np.asarray([*empty, True], dtype=bool)[codes]
+    return blank
 
 
 def _clean(value: object) -> object:
