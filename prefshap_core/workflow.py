@@ -126,6 +126,15 @@ class TrainingResult:
         }
 
 
+LARGE_DUELS = 500_000  # from here on, say before training that it will take a while
+
+
+def expected_training_minutes(n_duels: int) -> float:
+    """A rough training time on a small CPU: measured ~2.5 min per million duels (2 cores,
+    benchmarks/bench_large_upload.py); enough to warn, not a promise."""
+    return 2.5 * n_duels / 1_000_000
+
+
 SMALL_TEST = 200  # fewer test duels than this: ROC AUC also as K-fold CV over all duels
 _CV_KEYS = ("roc_auc_mean", "roc_auc_sd", "folds")
 

@@ -323,3 +323,16 @@ def test_load_directory_takes_xlsx_and_parquet_tables(tmp_path: Path) -> None:
     (tmp_path / "duels.parquet").write_bytes(_parquet(duels))
     data = load_directory(tmp_path)
     assert data.n_duels == 2 and data.item_space.group_names == ("speed", "style")
+
+
+def test_item_records_show_wins_losses_ties_and_winner_views_leave_ties_out() -> None:
+    from prefshap_core.workflow import duels_of_item, item_record
+
+    data = build("left,right,y\na,b,1\nb,a,0\nc,a,-1\na,d,0\nd,a,1\n")
+    record = item_record(data, "a")
+    assert (record.wins, record.losses, record.ties, record.wlt) == (2, 1, 2, "2-1-2")
+    assert sorted(record.duels["result"]) == ["lost", "tie", "tie", "won", "won"]
+    ties = duels_of_item(data, "a", "ties")
+    assert sorted(data.duel_ids[ties].astype(int).tolist()) == [2, 4]
+    assert len(duels_of_item(data, "a", "losses")) == 1
+    assert set(data.decided().tolist()) == set(np.flatnonzero(data.y != 0).tolist())

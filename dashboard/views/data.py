@@ -10,6 +10,7 @@ from dashboard.components.guard import run_guarded, show_error
 from dashboard.components.tables import paginated
 from prefshap_core.data import UPLOAD_TYPES
 from prefshap_core.errors import PrefShapError
+from prefshap_core.workflow import LARGE_DUELS, expected_training_minutes
 
 FORMAT_HELP = """
 **items** — one row per item: an `id` column (unique), an optional `name`
@@ -186,6 +187,12 @@ def _summary(loaded: state.LoadedData) -> None:
     c[1].metric("Duels", f"{data.n_duels:,}")
     c[2].metric("Feature groups", data.item_space.n_groups)
     c[3].metric("Context groups", data.context_space.n_groups if data.context_space else 0)
+    if data.n_duels >= LARGE_DUELS:
+        minutes = expected_training_minutes(data.n_duels)
+        st.warning(
+            f"{data.n_duels:,} duels is very large data: training may take roughly "
+            f"{minutes:.0f} minutes on a small CPU (the Train page shows the time left)."
+        )
 
     groups = pd.DataFrame(
         [

@@ -12,7 +12,12 @@ from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.data.build import load_directory
 from prefshap_core.datasets.registry import DATASET_NAMES, load_dataset
 from prefshap_core.models.model_file import save_model
-from prefshap_core.workflow import TrainSettings, train
+from prefshap_core.workflow import (
+    LARGE_DUELS,
+    TrainSettings,
+    expected_training_minutes,
+    train,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -136,14 +141,11 @@ def _beside(out: str, suffix: str) -> Path:
     return path.with_name(path.stem + suffix)
 
 
-LARGE_DUELS = 500_000
-
-
 def _warn_if_large(n_duels: int, quiet: bool) -> None:
     """Very large data: say so before the long part starts (the ETA then keeps moving)."""
     if quiet or n_duels < LARGE_DUELS:
         return
-    minutes = n_duels / 1_000_000 * 2.5  # measured: ~2.5 min per million duels, 2 cores
+    minutes = expected_training_minutes(n_duels)
     print(
         f"prefshap train: {n_duels:,} duels is very large data; expect roughly "
         f"{minutes:.0f} min on a small CPU (less with more cores or --device cuda)",
