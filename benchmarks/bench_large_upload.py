@@ -5,7 +5,8 @@
 Writes the seeded upload of ``make_large_duels.py`` into a temporary folder, then runs,
 each in a fresh process under ``/usr/bin/time -v``: (1) loading it (``load_dataset``:
 read + validate + encode), (2) ``prefshap train --model gpm`` on it. Prints one table
-row per step: wall seconds and peak resident memory (GB). ``--code DIR`` runs another
+row per step: wall seconds, CPU seconds (user + system: the fairer time on a shared
+machine) and peak resident memory (GB). ``--code DIR`` runs another
 checkout's engine (e.g. ``/work/main``, for a before/after table).
 """
 
@@ -29,7 +30,7 @@ LOAD = (
 )
 
 
-def _measured(command: list[str], code: Path) -> tuple[float, float, str]:
+def _measured(command: list[str], code: Path) -> tuple[float, float, float, str]:
     env = {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
     done = subprocess.run(
@@ -39,7 +40,9 @@ def _measured(command: list[str], code: Path) -> tuple[float, float, str]:
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
-    return seconds, peak_kb / 1024**2, done.stdout.strip().splitlines()[-1]
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", done.stderr)[1])
+              for kind in ("User", "System"))  # fmt: skip
+    return seconds, cpu, peak_kb / 1024**2, done.stdout.strip().splitlines()[-1]
 
 
 def main() -> None:
@@ -54,15 +57,17 @@ def main() -> None:
         _, duels = write_large_upload(folder, args.duels, args.items, seed=0)
         size = duels.stat().st_size / 1e6
         print(f"code: {args.code}; {args.duels:,} duels, duels.csv {size:.0f} MB")
-        print(f"{'step':<28} {'wall s':>8} {'peak GB':>8}")
-        seconds, peak, _ = _measured([sys.executable, "-c", LOAD, str(folder)], args.code)
-        print(f"{'load (read+validate+encode)':<28} {seconds:8.1f} {peak:8.2f}", flush=True)
+        print(f"{'step':<28} {'wall s':>8} {'CPU s':>8} {'peak GB':>8}")
+        seconds, cpu, peak, _ = _measured([sys.executable, "-c", LOAD, str(folder)], args.code)
+        print(
+            f"{'load (read+validate+encode)':<28} {seconds:8.1f} {cpu:8.1f} {peak:8.2f}", flush=True
+        )
         if not args.skip_train:
             model = str(Path(tmp) / "model.npz")
             train = [sys.executable, "-m", "prefshap_core.cli", "train", "--quiet",
                      "--data", str(folder), "--model", "gpm", "--out", model]  # fmt: skip
-            seconds, peak, line = _measured(train, args.code)
-            print(f"{'prefshap train --model gpm':<28} {seconds:8.1f} {peak:8.2f}")
+            seconds, cpu, peak, line = _measured(train, args.code)
+            print(f"{'prefshap train --model gpm':<28} {seconds:8.1f} {cpu:8.1f} {peak:8.2f}")
             print(line)
 
 
