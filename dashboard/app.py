@@ -30,7 +30,7 @@ if str(_ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import services, state  # noqa: E402
+from dashboard import services, sources, state  # noqa: E402
 from dashboard.components.guard import run_guarded  # noqa: E402
 from dashboard.components.progress import job_panel  # noqa: E402
 from dashboard.components.text import md  # noqa: E402
@@ -89,6 +89,7 @@ def main() -> None:
     state.init()
     for job in state.running_jobs():  # this session is still here: keep its jobs
         job.touch()
+    run_guarded(sources.restore_from_url)  # a reload: this session's dataset and model
     services.collect_finished_jobs()
     pages = {
         name: st.Page(path, title=title, icon=icon, url_path=name, default=name == FIRST_PAGE)
@@ -99,6 +100,7 @@ def main() -> None:
     current = next((name for name, (_, title, _) in PAGES.items() if title == page.title), "")
     run_guarded(lambda: _sidebar(current))
     page.run()
+    run_guarded(sources.remember_session)  # what a reload restores; the URL's token
 
 
 main()

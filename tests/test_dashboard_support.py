@@ -106,10 +106,16 @@ def sample_upload(
     *,
     items_name: str = "items.csv",
     duels_name: str = "duels.csv",
+    lenient: bool | None = None,
 ) -> AppTest:
-    """Upload items.csv and duels.csv (the sample files unless given) on the Data page."""
+    """Upload items.csv and duels.csv (the sample files unless given) on the Data page.
+
+    ``lenient``: set the page's lenient toggle first (None: leave it as it is).
+    """
     at.switch_page("views/data.py").run()
     at.button_group(key="data:source").set_value("Upload CSV files").run()
+    if lenient is not None:
+        at.toggle(key="data:lenient").set_value(lenient).run()
     items = (SAMPLE / "items.csv").read_bytes() if items is None else items
     duels = (SAMPLE / "duels.csv").read_bytes() if duels is None else duels
     uploader = {u.label: u for u in at.file_uploader}

@@ -69,9 +69,10 @@ def render() -> None:
     left, right = int(data.left[duel]), int(data.right[duel])
     ids = [str(data.item_ids[left]), str(data.item_ids[right])]
     labels = {ids[0]: str(data.labels[left]), ids[1]: str(data.labels[right])}
-    winner = ids[0] if data.y[duel] > 0 else ids[1]
+    # A tie has no winner: it is shown left vs right.
+    winner = None if data.y[duel] == 0 else ids[0] if data.y[duel] > 0 else ids[1]
     if seen_from not in ids:
-        seen_from = winner
+        seen_from = winner or ids[0]
     seen_from = st.radio(
         "Seen from",
         ids,
@@ -89,7 +90,7 @@ def render() -> None:
     st.caption(
         f"Duel {md(data.duel_ids[duel])}: {md(labels[ids[0]])} vs {md(labels[ids[1]])}"
         + (f" · context: {md(context)}" if context else "")
-        + f" · winner: {md(labels[winner])}"
+        + (f" · winner: {md(labels[winner])}" if winner else " · a tie")
         + (" · held-out test duel" if np.any(model.result.split.test == duel) else "")
     )
 

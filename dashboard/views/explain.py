@@ -33,6 +33,12 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[np.nda
         help="Larger subsets are sampled (seeded). Exact explanations cost time per duel.",
     )  # fmt: skip
     if choice == ALL:
+        if len(test) < workflow.SMALL_TEST:  # a handful of test duels explains little
+            st.caption(
+                f"The test split has only {len(test)} duels, so all {data.n_duels:,} duels "
+                "are explained (the model was trained on most of them)."
+            )
+            return np.arange(data.n_duels), "All duels (small data)", int(cap)
         return test, "All test duels", int(cap)
     c = st.columns([2, 2, 2, 2])
     if choice == GROUPS:

@@ -55,7 +55,10 @@ def _record(record: workflow.ItemRecord) -> None:
     c[0].metric("Duels", f"{record.n_duels:,}")
     c[1].metric("Wins", f"{record.wins:,}")
     c[2].metric("Losses", f"{record.losses:,}")
-    c[3].metric("Win rate", f"{record.wins / record.n_duels:.0%}" if record.n_duels else "—")
+    decided = record.wins + record.losses
+    c[3].metric("Win rate", f"{record.wins / decided:.0%}" if decided else "—")
+    if record.ties:
+        st.caption(f"Record (wins-losses-ties): {record.wlt}; the win rate leaves ties out.")
     with st.expander("Opponents"):
         table = record.duels
         opponents = (

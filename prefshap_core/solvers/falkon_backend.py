@@ -154,6 +154,10 @@ def fit_logistic(
         raise ValueError("the falkon backend has no step callback and no warm start")
     if op.centre_positions is None:
         raise ValueError("LogisticFalkon needs the centres' labels: give centres as positions")
+    if bool((torch.as_tensor(np.asarray(y) if not torch.is_tensor(y) else y) == 0).any()):
+        raise ValueError(
+            "the falkon package's logistic loss takes no ties (y = 0): use the torch backend"
+        )
     schedule = _schedule(penalties, cg_iterations, options)
     ensure_progress(progress).update("falkon: logistic loss", 0.0)
     falkon, kernel, fopt, selector, x, y_t = _setup(op, y, options)
