@@ -6,7 +6,7 @@ the bytes each worker receives and returns, and a cost model for 8 / 32 / 128 wo
 
 The website case is benchmarks/bench_scale.py's: ``--items`` items with 93 one-hot
 columns in 10 groups (Zipf-like categories), a random GPM of ``--centres`` centres,
-``--duels`` random duels, ``--samples`` sampled coalitions (KernelShapley, two passes:
+``--duels`` random duels, ``--samples`` sampled coalitions (SampledShapley, two passes:
 the workers send back statistics, never the coalition values). Every run is checked
 to give exactly (``==``) the in-process numbers.
 
@@ -89,22 +89,13 @@ class TimedLocalExecutor(LocalExecutor):
     def __init__(self) -> None:
         self.batch_seconds: list[float] = []
 
-    def keep(self, work, batches, on_done=None):
-        values = []
-        for rows in batches:
-            start = time.perf_counter()
-            values.append(work.values(rows))
-            self.batch_seconds.append(time.perf_counter() - start)
-        from prefshap_core.explain.executor import _LocalValues
-
-        return _LocalValues(values, list(batches))
-
     def map(self, work, batches, on_done=None):
         out = []
         for rows in batches:
             start = time.perf_counter()
             out.append(work(rows))
-            self.batch_seconds.append(time.perf_counter() - start)
+            if work.phi is None:  # a second pass reuses the first pass's values
+                self.batch_seconds.append(time.perf_counter() - start)
         return out
 
 

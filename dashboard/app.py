@@ -30,9 +30,10 @@ if str(_ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import services, state  # noqa: E402
+from dashboard import services, sources, state  # noqa: E402
 from dashboard.components.guard import run_guarded  # noqa: E402
 from dashboard.components.progress import job_panel  # noqa: E402
+from dashboard.components.text import md  # noqa: E402
 from prefshap_core.progress import Progress  # noqa: E402
 
 PAGES = {
@@ -41,6 +42,7 @@ PAGES = {
     "explain": ("views/explain.py", "Explain", ":material/insights:"),
     "players": ("views/players.py", "Players", ":material/person_search:"),
     "duel": ("views/duel.py", "Duel", ":material/sports_mma:"),
+    "intransitivity": ("views/intransitivity.py", "Intransitivity", ":material/cycle:"),
 }
 FIRST_PAGE = "explain"  # the demo's explanation: useful at once
 
@@ -63,7 +65,7 @@ def _sidebar(current: str) -> None:
         if loaded is not None:
             st.caption("Dataset")
             st.markdown(
-                f"**{loaded.title}**  \n{loaded.data.n_items:,} items · "
+                f"**{md(loaded.title)}**  \n{loaded.data.n_items:,} items · "
                 f"{loaded.data.n_duels:,} duels"
             )
             model = state.model_for(loaded)
@@ -85,6 +87,9 @@ def main() -> None:
         layout="wide",
     )
     state.init()
+    for job in state.running_jobs():  # this session is still here: keep its jobs
+        job.touch()
+    run_guarded(sources.restore_from_url)  # a reload: this session's dataset and model
     services.collect_finished_jobs()
     pages = {
         name: st.Page(path, title=title, icon=icon, url_path=name, default=name == FIRST_PAGE)
@@ -95,6 +100,7 @@ def main() -> None:
     current = next((name for name, (_, title, _) in PAGES.items() if title == page.title), "")
     run_guarded(lambda: _sidebar(current))
     page.run()
+    run_guarded(sources.remember_session)  # what a reload restores; the URL's token
 
 
 main()

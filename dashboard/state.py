@@ -34,18 +34,27 @@ _UPLOAD_ROUND = "upload_round"  # int: bumped to give the file uploaders fresh, 
 _ITEM = "selected_item"  # dict[str, str]: data fingerprint -> item id
 _DUEL = "selected_duel"  # dict[str, tuple[int, str | None]]: fingerprint -> (duel, seen from)
 _DEMO_READY = "demo_ready"  # bool: the first-screen demo was set up in this session
+_UPLOAD_COUNT = "upload_count"  # int: uploads loaded so far (names "Upload 2: ...")
+_NOTICE = "data_notice"  # str | None: a message for the next run of the Data page
+_RESTORE = "restore"  # dict: {"token": str | None, "written": str | None} (reload restore)
+_LOAD_OPTIONS = "load_options"  # dict: {"lenient": bool, "use_columns": tuple[str, ...]}
 
 
 @dataclass(frozen=True, eq=False)
 class LoadedData:
     """A dataset this session has loaded: built-in (by name) or uploaded."""
 
-    key: str  # "builtin:<name>" or "upload:<hash of the files>"
+    key: str  # "builtin:<name>" or "upload:<hash of the files and options>"
     title: str  # shown to the user
     data: DuelData
-    fingerprint: str  # workflow.data_fingerprint(data): the cache key part
+    # workflow.data_fingerprint(data): the cache key part; it covers names, ids, units
+    # and grouping too, so two uploads equal in model space never share an entry.
+    fingerprint: str
     source: str  # "builtin" | "upload"
     files: tuple[str, ...] = ()  # uploaded file names
+    uploaded: tuple[UploadedCsv, ...] = ()  # the uploaded files themselves (reload restore)
+    lenient: bool = True  # how an upload was read (invalid rows dropped, or an error)
+    use_columns: tuple[str, ...] = ()  # id-like columns the user chose to use
 
     @property
     def has_context(self) -> bool:
@@ -90,6 +99,10 @@ def init() -> None:
     ss.setdefault(_ACTIVE, None)
     ss.setdefault(_UPLOAD_ROUND, 0)
     ss.setdefault(_DEMO_READY, False)
+    ss.setdefault(_UPLOAD_COUNT, 0)
+    ss.setdefault(_NOTICE, None)
+    ss.setdefault(_RESTORE, {"token": None, "written": None})
+    ss.setdefault(_LOAD_OPTIONS, {"lenient": True, "use_columns": ()})
 
 
 # -- datasets ----------------------------------------------------------------------
@@ -122,6 +135,32 @@ def forget_uploads() -> None:
     st.session_state[_UPLOAD_ROUND] = upload_round() + 1
 
 
+def next_upload_number() -> int:
+    """1, 2, ...: each new upload's number in this session (its name tells it apart)."""
+    st.session_state[_UPLOAD_COUNT] += 1
+    return int(st.session_state[_UPLOAD_COUNT])
+
+
+def load_options() -> dict:
+    """How uploads are read: ``lenient`` (drop invalid rows) and ``use_columns``."""
+    return st.session_state[_LOAD_OPTIONS]
+
+
+def set_notice(message: str | None) -> None:
+    st.session_state[_NOTICE] = message
+
+
+def pop_notice() -> str | None:
+    message = st.session_state.get(_NOTICE)
+    st.session_state[_NOTICE] = None
+    return message
+
+
+def restore_record() -> dict:
+    """The session's reload-restore record: its URL token and what was last written."""
+    return st.session_state[_RESTORE]
+
+
 # -- models ------------------------------------------------------------------------
 def model_for(loaded: LoadedData | None) -> TrainedModel | None:
     if loaded is None:
@@ -142,9 +181,26 @@ def job(key: str) -> Job | None:
     return jobs().get(key)
 
 
+# Finished jobs kept per session (their outcome is shown until then); older ones are
+# dropped so a long session does not keep every result it ever computed.
+MAX_FINISHED_JOBS = 8
+
+
 def add_job(job_: Job) -> Job:
-    jobs()[job_.key] = job_
+    kept = jobs()
+    kept[job_.key] = job_
+    finished = sorted(
+        (j for j in kept.values() if j is not job_ and j.finished and not _unpublished(j)),
+        key=lambda j: j.finished_at or 0.0,
+    )
+    for old in finished[: max(0, len(finished) - MAX_FINISHED_JOBS)]:
+        kept.pop(old.key, None)
     return job_
+
+
+def _unpublished(job_: Job) -> bool:
+    """A finished training whose model the script has not yet put into the session."""
+    return job_.key.startswith("train:") and not job_.collected
 
 
 def drop_job(key: str) -> None:

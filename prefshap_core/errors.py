@@ -44,6 +44,30 @@ class DataValidationError(PrefShapError, ValueError):
         return f"{', '.join(where)}: {self.reason}" if where else self.reason
 
 
+class DataProblems(DataValidationError):
+    """Every problem found in a file, reported at once (strict mode), one per kind.
+
+    ``problems`` are located errors in today's wording, ordered by their first row;
+    ``file``, ``row`` and ``column`` are the first one's, so code that reads them
+    sees the first problem. With one problem the message is exactly that problem's.
+    """
+
+    def __init__(self, problems: list[DataValidationError] | tuple[DataValidationError, ...]):
+        if not problems:
+            raise ValueError("DataProblems needs at least one problem")
+        self.problems = tuple(problems)
+        first = self.problems[0]
+        super().__init__(first.reason, file=first.file, row=first.row, column=first.column)
+
+    def _format(self) -> str:
+        if len(self.problems) == 1:
+            return self.problems[0]._format()
+        files = sorted({p.file for p in self.problems if p.file is not None})
+        where = f" in {', '.join(files)}" if files else ""
+        lines = "\n".join(f"- {problem}" for problem in self.problems)
+        return f"{len(self.problems)} kinds of problem{where}:\n{lines}"
+
+
 class ModelFileError(PrefShapError, ValueError):
     """A model file that does not follow docs/model-format.md."""
 
@@ -63,3 +87,18 @@ class CancelledError(PrefShapError):
 class StaticExportUnavailable(PrefShapError, RuntimeError):
     """PNG/SVG export cannot run here (no Chromium, kaleido missing, browser failed):
     offer the interactive HTML export instead."""
+
+
+class NumericalError(PrefShapError, ValueError):
+    """A computation whose inputs make it meaningless (NaN or infinite intermediate
+    values, a system no jitter can make positive definite): the message says which
+    input to check instead of spinning or returning NaN."""
+
+
+class MemoryBudgetError(PrefShapError, MemoryError):
+    """A job that would need more memory than its budget (``PREFSHAP_MEMORY_BUDGET``):
+    refused before allocating, with what to reduce."""
+
+
+class DeadlineExceeded(CancelledError):
+    """Long work stopped because it ran past the time it was given."""

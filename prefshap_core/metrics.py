@@ -3,6 +3,11 @@
 ``roc_auc`` is the true ROC AUC of the real-valued g (Mann-Whitney with ties
 averaged). The paper's code thresholded predictions before calling
 ``roc_auc_score``, which is the *balanced accuracy*; we report it as such.
+
+Ties (``y = 0``) have no winner: ROC AUC and the accuracies leave them out; the log
+loss counts a tie as half a win for each side (as the logistic fit does), so model
+selection by log loss includes them. ``classification_metrics`` says how many ties
+it left out.
 """
 
 from __future__ import annotations
@@ -10,11 +15,22 @@ from __future__ import annotations
 import numpy as np
 
 
-def _as_labels(y: np.ndarray) -> np.ndarray:
+def _as_labels(y: np.ndarray, *, ties: bool = False) -> np.ndarray:
     y = np.asarray(y)
-    if not np.all(np.isin(y, (-1, 1))):
-        raise ValueError("labels must be -1 or +1")
+    allowed = (-1, 0, 1) if ties else (-1, 1)
+    if not np.all(np.isin(y, allowed)):
+        raise ValueError(
+            "labels must be -1, 0 (a tie) or +1" if ties else "labels must be -1 or +1"
+        )
     return y.astype(np.int64)
+
+
+def _decided(y: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The duels with a winner (ties left out), as labels and float scores."""
+    y = _as_labels(y, ties=True)
+    scores = np.asarray(scores, dtype=np.float64)
+    keep = y != 0
+    return y[keep], scores[keep]
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:
@@ -31,9 +47,11 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
 
 
 def roc_auc(y: np.ndarray, scores: np.ndarray) -> float:
-    """P(score of a random positive > score of a random negative), ties count 1/2."""
-    y = _as_labels(y)
-    scores = np.asarray(scores, dtype=np.float64)
+    """P(score of a random positive > score of a random negative), equal scores count 1/2.
+
+    Tied duels (``y = 0``) are left out.
+    """
+    y, scores = _decided(y, scores)
     n_pos, n_neg = int(np.sum(y > 0)), int(np.sum(y < 0))
     if n_pos == 0 or n_neg == 0:
         return float("nan")
@@ -42,34 +60,53 @@ def roc_auc(y: np.ndarray, scores: np.ndarray) -> float:
 
 
 def accuracy(y: np.ndarray, scores: np.ndarray) -> float:
-    """Fraction of duels whose winner has g on its side; g == 0 counts as half right."""
-    y = _as_labels(y)
-    s = np.sign(np.asarray(scores, dtype=np.float64))
+    """Fraction of duels whose winner has g on its side; g == 0 counts as half right.
+
+    Tied duels are left out.
+    """
+    y, scores = _decided(y, scores)
+    if len(y) == 0:
+        return float("nan")
+    s = np.sign(scores)
     return float(np.mean(np.where(s == 0, 0.5, s == y)))
 
 
 def balanced_accuracy(y: np.ndarray, scores: np.ndarray) -> float:
-    """Mean of per-class recall of sign(g): what the paper's code reported as "AUC"."""
-    y = _as_labels(y)
+    """Mean of per-class recall of sign(g): what the paper's code reported as "AUC".
+
+    Tied duels are left out.
+    """
+    y, scores = _decided(y, scores)
+    if len(y) == 0:
+        return float("nan")
     pred = np.where(np.asarray(scores) > 0, 1, -1)
     recalls = [np.mean(pred[y == c] == c) for c in (-1, 1) if np.any(y == c)]
     return float(np.mean(recalls))
 
 
 def log_loss(y: np.ndarray, scores: np.ndarray) -> float:
-    """Mean -log P(observed winner) with P(left wins) = sigmoid(g), computed stably."""
-    y = _as_labels(y)
-    z = y * np.asarray(scores, dtype=np.float64)
-    return float(np.mean(np.logaddexp(0.0, -z)))
+    """Mean -log P(observed winner) with P(left wins) = sigmoid(g), computed stably.
+
+    A tie (``y = 0``) costs half of each side's -log P, as in the logistic fit.
+    """
+    y = _as_labels(y, ties=True)
+    g = np.asarray(scores, dtype=np.float64)
+    p = 0.5 * (1.0 + y)
+    return float(np.mean(p * np.logaddexp(0.0, -g) + (1.0 - p) * np.logaddexp(0.0, g)))
 
 
 def classification_metrics(y: np.ndarray, scores: np.ndarray) -> dict[str, float]:
-    return {
+    """ROC AUC and accuracies over the decided duels; log loss over all; the ties count."""
+    metrics = {
         "roc_auc": roc_auc(y, scores),
         "accuracy": accuracy(y, scores),
         "balanced_accuracy": balanced_accuracy(y, scores),
         "log_loss": log_loss(y, scores),
     }
+    n_ties = int(np.sum(np.asarray(y) == 0))
+    if n_ties:
+        metrics["ties_excluded"] = n_ties  # from ROC AUC and the accuracies
+    return metrics
 
 
 # -- rankability ---------------------------------------------------------------

@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, Split, split_duels
+from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambda
 from prefshap_core.explain.explainer import Explainer
@@ -24,9 +26,10 @@ from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.options import ExplainOptions
 from prefshap_core.metrics import duel_rankability
 from prefshap_core.models.estimators import PreferenceModel, make_model
-from prefshap_core.models.hyperparameters import DEFAULT_CONTEXT_CME_LAMBDA
+from prefshap_core.models.hyperparameters import CV_FOLDS, DEFAULT_CONTEXT_CME_LAMBDA
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
+from prefshap_core.solvers.options import SolverOptions
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,9 @@ class TrainSettings:
     backend: str = "torch"  # "falkon": the optional falkon package, if installed
     baseline: bool = True  # also fit a UPM on the same split, for comparison
 
-    def model(self, kind: str | None = None) -> PreferenceModel:
+    def model(
+        self, kind: str | None = None, solver: SolverOptions | None = None
+    ) -> PreferenceModel:
         return make_model(
             kind or self.kind,
             n_centres=self.n_centres,
@@ -64,6 +69,7 @@ class TrainSettings:
             seed=self.seed,
             backend=self.backend,
             compute=Compute(device=self.device, dtype=self.dtype),
+            solver=solver,
         )
 
 
@@ -78,6 +84,31 @@ class TrainingResult:
     rankability: float
     rankability_items: int
     seconds: dict[str, float] = field(default_factory=dict)
+    # Small data (test split < SMALL_TEST duels): K-fold CV ROC AUC over all duels.
+    cv: dict[str, Any] | None = None
+
+    def summary(self) -> str:
+        """Exactly which duels trained, tuned and tested the model (and the CV, if any)."""
+        selection = self.metrics["validation"].get("selection", "holdout")
+        n_train, n_val = len(self.split.train), len(self.split.validation)
+        if selection == "holdout":
+            tuned = f"hyperparameters chosen on the {n_val} validation duels"
+            trained = f"trained on the {n_train} training duels"
+        else:
+            tuned = (
+                f"hyperparameters chosen by {selection} over the {n_train + n_val} "
+                "training + validation duels"
+            )
+            trained = f"then refitted on all {n_train + n_val} of them"
+        text = f"{tuned}, {trained}; tested on the {len(self.split.test)} held-out test duels"
+        if self.cv is not None:
+            text += (
+                f". The test split is small, so the ROC AUC is also given as the mean +- sd "
+                f"over {self.cv['folds']} folds of all {self.cv['n_duels']} duels (each fold "
+                "tested on a model trained on the other folds, at the hyperparameters "
+                "chosen above)"
+            )
+        return text
 
     def to_json(self) -> dict[str, Any]:
         meta = self.function.metadata
@@ -96,20 +127,106 @@ class TrainingResult:
             "lengthscale_scale": meta.get("lengthscale_scale"),
             "penalty": meta.get("penalty"),
             "n_centres": len(self.function.alpha),
+            **({} if self.cv is None else {"cv": {k: self.cv[k] for k in _CV_KEYS}}),
+            "summary": self.summary(),
             "seconds": self.seconds,
         }
+
+
+LARGE_DUELS = 500_000  # from here on, say before training that it will take a while
+
+
+def expected_training_minutes(n_duels: int) -> float:
+    """A rough training time on a small CPU: measured ~2.5 min per million duels (2 cores,
+    benchmarks/bench_large_upload.py); enough to warn, not a promise."""
+    return 2.5 * n_duels / 1_000_000
+
+
+SMALL_TEST = 200  # fewer test duels than this: ROC AUC also as K-fold CV over all duels
+_CV_KEYS = ("roc_auc_mean", "roc_auc_sd", "folds")
+
+
+def cross_validated_auc(
+    data: DuelData, settings: TrainSettings, progress: Progress | None = None
+) -> dict[str, Any]:
+    """ROC AUC of each of K seeded folds of all duels, from a model fit on the others.
+
+    Each fold's model is trained on the other folds only, so no fold's score has seen
+    its duels in training; ``settings`` should fix the hyperparameters (``train``
+    passes the ones it chose), else each fold tunes its own on its training part.
+    Ties are left out of each fold's AUC; a fold without both outcomes is skipped.
+    """
+    progress = ensure_progress(progress)
+    order = np.random.default_rng([settings.seed, 3]).permutation(data.n_duels)
+    folds = [np.sort(f) for f in np.array_split(order, min(CV_FOLDS, data.n_duels))]
+    aucs = []
+    for k, fold in enumerate(folds):
+        rest = np.setdiff1d(order, fold)
+        inner = np.random.default_rng([settings.seed, 4, k]).permutation(rest)
+        n_val = max(1, len(rest) // 9)
+        model = settings.model().fit(
+            data, np.sort(inner[n_val:]), np.sort(inner[:n_val]),
+            progress.span(k / len(folds), (k + 1) / len(folds)),
+        )  # fmt: skip
+        auc = model.score(data, fold)["roc_auc"]
+        if np.isfinite(auc):
+            aucs.append(float(auc))
+    return {
+        "roc_auc_mean": float(np.mean(aucs)) if aucs else float("nan"),
+        "roc_auc_sd": float(np.std(aucs, ddof=1)) if len(aucs) > 1 else float("nan"),
+        "folds": len(aucs),
+        "fold_roc_auc": aucs,
+        "n_duels": data.n_duels,
+    }
 
 
 def train(
     data: DuelData, settings: TrainSettings, progress: Progress | None = None
 ) -> TrainingResult:
-    """Fit the chosen model (and a UPM baseline) on the seeded 80/10/10 split."""
+    """Fit the chosen model (and a UPM baseline) on the seeded 80/10/10 split.
+
+    When the test split is small (< ``SMALL_TEST`` duels), the ROC AUC is also
+    estimated by K-fold cross-validation over all duels (``TrainingResult.cv``).
+    """
     start = time.perf_counter()
     progress = ensure_progress(progress)
+    check_dataset_names(data.item_space, data.context_space)  # export columns stay unique
     split = split_duels(data.n_duels, settings.seed)
     with_baseline = settings.baseline and settings.kind != "upm"
     main_share = 0.7 if with_baseline else 0.95
-    model = settings.model().fit(
+    n_features = data.item_space.n_features + (
+        data.context_space.n_features if data.context_space is not None else 0
+    )
+    itemsize = 4 if settings.dtype == "float32" else 8
+    sizes = (len(split.train), settings.n_centres, n_features, itemsize)
+    cache = budget.kernel_cache_allowance(*sizes)  # K_nM beyond it is chunked
+    need = budget.training_bytes(*sizes, kernel_cache_bytes=cache)
+    with budget.reserve(
+        need,
+        f"Training with {settings.n_centres:,} centres on {len(split.train):,} duels",
+        budget.TRAIN_REDUCE,
+    ):
+        return _train_within_budget(
+            data, settings, progress, split, with_baseline, main_share, start, cache
+        )
+
+
+def _train_within_budget(
+    data: DuelData,
+    settings: TrainSettings,
+    progress: Progress,
+    split: Split,
+    with_baseline: bool,
+    main_share: float,
+    start: float,
+    kernel_cache_bytes: int,
+) -> TrainingResult:
+    solver = SolverOptions(cache_budget_bytes=kernel_cache_bytes)
+    small = len(split.test) < SMALL_TEST
+    outer = progress
+    if small:  # the CV fits are K more small fits: they get the second half of the bar
+        progress, cv_progress = outer.span(0.0, 0.5), outer.span(0.5, 0.95)
+    model = settings.model(solver=solver).fit(
         data, split.train, split.validation, progress.span(0.0, main_share)
     )
     fit_seconds = model.fit_seconds_
@@ -127,17 +244,25 @@ def train(
     baseline_metrics = None
     baseline_seconds = 0.0
     if with_baseline:
-        upm = settings.model("upm").fit(
+        upm = settings.model("upm", solver).fit(
             data, split.train, split.validation, progress.span(main_share, 0.95)
         )
         baseline_metrics = upm.score(data, split.test)
         baseline_seconds = upm.fit_seconds_
-    progress.update("Rankability (SpecR)", 0.96)
-    train_y = data.y[split.train]
-    winners = np.where(train_y > 0, data.left[split.train], data.right[split.train])
-    losers = np.where(train_y > 0, data.right[split.train], data.left[split.train])
+    cv = None
+    if small:
+        chosen_point = replace(
+            settings,
+            lengthscale_scale=chosen.lengthscale_scale,
+            penalty=chosen.penalty,
+            baseline=False,
+        )
+        cv = cross_validated_auc(data, chosen_point, cv_progress)
+    outer.update("Rankability (SpecR)", 0.96)
+    decided = data.decided(split.train)  # ties have no winner: not in the dominance graph
+    winners, losers = data.winners()[decided], data.losers()[decided]
     specr, specr_items = duel_rankability(winners, losers, data.n_items)
-    progress.update("Choosing the CME regularisers", 0.97)
+    outer.update("Choosing the CME regularisers", 0.97)
     function = choose_cme_regularisers(model.function_, settings)
     function.metadata.update(
         cme_lambda=function.cme_lambda,
@@ -145,7 +270,7 @@ def train(
         upm_test_metrics=baseline_metrics,
         specr=specr,
     )
-    progress.update("Done", 1.0)
+    outer.update("Done", 1.0)
     return TrainingResult(
         data_name=data.name,
         settings=settings,
@@ -155,6 +280,7 @@ def train(
         baseline_metrics=baseline_metrics,
         rankability=specr,
         rankability_items=specr_items,
+        cv=cv,
         seconds={
             "fit": fit_seconds,
             "baseline": baseline_seconds,
@@ -255,7 +381,7 @@ def _within(data: DuelData, within: np.ndarray | None) -> np.ndarray:
 def duels_of_item(
     data: DuelData, item_id: str, outcome: str = "all", within: np.ndarray | None = None
 ) -> np.ndarray:
-    """Duel indices where ``item_id`` took part (``outcome``: all, wins or losses)."""
+    """Duel indices where ``item_id`` took part (``outcome``: all, wins, losses or ties)."""
     row = data.item_index(item_id)
     idx = _within(data, within)
     left, right, y = data.left[idx], data.right[idx], data.y[idx]
@@ -266,9 +392,11 @@ def duels_of_item(
     elif outcome == "wins":
         keep = mine & won
     elif outcome == "losses":
-        keep = mine & ~won
+        keep = mine & ~won & (y != 0)
+    elif outcome == "ties":
+        keep = mine & (y == 0)
     else:
-        raise ValueError(f"outcome must be all, wins or losses, got {outcome!r}")
+        raise ValueError(f"outcome must be all, wins, losses or ties, got {outcome!r}")
     return idx[keep]
 
 
@@ -331,6 +459,12 @@ class ItemRecord:
     wins: int
     losses: int
     duels: pd.DataFrame  # one row per duel: duel index, opponent, result, context
+    ties: int = 0
+
+    @property
+    def wlt(self) -> str:
+        """The record as wins-losses-ties, e.g. ``"12-7-3"``."""
+        return f"{self.wins}-{self.losses}-{self.ties}"
 
 
 def item_record(data: DuelData, item_id: str) -> ItemRecord:
@@ -340,13 +474,14 @@ def item_record(data: DuelData, item_id: str) -> ItemRecord:
     is_left = data.left[idx] == row
     opponent = np.where(is_left, data.right[idx], data.left[idx])
     won = np.where(is_left, data.y[idx] > 0, data.y[idx] < 0)
+    tied = data.y[idx] == 0
     table = pd.DataFrame(
         {
             "duel": idx,
             "duel_id": data.duel_ids[idx],
             "opponent_id": data.item_ids[opponent],
             "opponent": np.asarray(data.labels)[opponent],
-            "result": np.where(won, "won", "lost"),
+            "result": np.where(won, "won", np.where(tied, "tie", "lost")),
         }
     )
     if data.has_context and data.context_labels is not None and data.context_index is not None:
@@ -356,8 +491,9 @@ def item_record(data: DuelData, item_id: str) -> ItemRecord:
         label=str(data.labels[row]),
         n_duels=len(idx),
         wins=int(won.sum()),
-        losses=int((~won).sum()),
+        losses=int((~won & ~tied).sum()),
         duels=table,
+        ties=int(tied.sum()),
     )
 
 
@@ -365,16 +501,49 @@ def item_record(data: DuelData, item_id: str) -> ItemRecord:
 
 
 def data_fingerprint(data: DuelData) -> str:
-    """A stable hash of everything a model learns from (items, duels, contexts)."""
+    """A stable hash of everything that reaches a number or a label.
+
+    Not only what the model learns from (model-space items, duels, contexts) but
+    also what turns its numbers into what a user reads: the dataset name, item ids
+    and labels, duel ids, every column's raw offset and scale (the units), feature
+    group and context names and memberships (the Shapley players). Two uploads equal
+    in model space but with other names, units or grouping get different entries.
+    """
     h = hashlib.sha256()
-    for array in (data.items, data.left, data.right, data.y, data.item_ids):
-        h.update(np.ascontiguousarray(array).tobytes())
-        h.update(b"|")
-    h.update(json.dumps(list(data.item_space.feature_names)).encode())
-    if data.contexts is not None and data.context_index is not None:
-        h.update(np.ascontiguousarray(data.contexts).tobytes())
-        h.update(np.ascontiguousarray(data.context_index).tobytes())
+    _hash_part(h, "name", data.name)
+    for label in ("item_ids", "items", "left", "right", "y", "duel_ids", "item_labels"):
+        _hash_part(h, label, getattr(data, label))
+    _hash_space(h, "items", data.item_space)
+    if data.context_space is not None:
+        _hash_space(h, "context", data.context_space)
+    for label in ("contexts", "context_index", "context_labels"):
+        _hash_part(h, label, getattr(data, label))
     return h.hexdigest()[:20]
+
+
+def _hash_space(h: Any, label: str, space: Any) -> None:
+    _hash_part(h, f"{label}.feature_names", list(space.feature_names))
+    _hash_part(h, f"{label}.group_names", list(space.group_names))
+    for part in ("feature_group", "offset", "scale"):
+        _hash_part(h, f"{label}.{part}", getattr(space, part))
+
+
+def _hash_part(h: Any, label: str, value: Any) -> None:
+    """Label, type and shape before the bytes, so no two parts can run together."""
+    if value is None:
+        h.update(f"{label}:none;".encode())
+        return
+    if isinstance(value, str | list):
+        payload = json.dumps(value).encode()
+        h.update(f"{label}:json:{len(payload)};".encode() + payload)
+        return
+    array = np.asarray(value)
+    if array.dtype.kind == "O":  # mixed text and None: JSON
+        _hash_part(h, label, [None if v is None else str(v) for v in array.ravel().tolist()])
+        return
+    array = np.ascontiguousarray(array)
+    h.update(f"{label}:{array.dtype.str}:{array.shape};".encode())
+    h.update(array.tobytes())
 
 
 def settings_fingerprint(settings: TrainSettings) -> str:

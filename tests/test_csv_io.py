@@ -70,8 +70,9 @@ def test_quoted_fields_keep_delimiters_and_newlines() -> None:
 
 @pytest.mark.parametrize("delimiter", [";", "\t"])
 def test_semicolon_and_tab_delimiters(delimiter: str) -> None:
-    table = read(f"id{delimiter}x\na{delimiter}1,5\n")
-    assert table["x"].tolist() == ["1,5"]
+    table = read(f"id{delimiter}x{delimiter}label\na{delimiter}1,5{delimiter}u, v\n")
+    assert table["x"].tolist() == ["1.5"]  # a decimal comma, with these delimiters
+    assert table["label"].tolist() == ["u, v"]
 
 
 def test_row_numbers_follow_the_file_across_blank_lines() -> None:

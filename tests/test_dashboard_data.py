@@ -11,6 +11,7 @@ from test_dashboard_support import (
     goto,
     new_app,
     sample_upload,
+    shown,
     texts,
 )
 
@@ -85,9 +86,9 @@ def test_upload_of_the_sample_files() -> None:
     assert set(imputed["column"]) == {"speed", "stamina", "style"}
     # The upload survives a page switch (the uploader itself forgets its file).
     at = goto(at, "train")
-    assert "Upload: items.csv + duels.csv" in texts(at)
+    assert "Upload 1: items.csv + duels.csv" in texts(at)
     at = goto(at, "data")
-    assert "Upload: items.csv + duels.csv" in texts(at)
+    assert "Upload 1: items.csv + duels.csv" in texts(at)
 
 
 def _edit(file: str, row: int, column: str, value: str) -> bytes:
@@ -124,15 +125,16 @@ def test_broken_uploads_are_explained_not_raised(
     items: bytes | None, duels: bytes | None, expected: list[str]
 ) -> None:
     at = sample_upload(
-        new_app(), items, duels, items_name="my_items.csv", duels_name="my_duels.csv"
-    )
+        new_app(), items, duels, items_name="my_items.csv", duels_name="my_duels.csv",
+        lenient=False,
+    )  # fmt: skip
     assert not at.exception
-    errors = [str(e.value) for e in at.error]
+    errors = [shown(e.value) for e in at.error]
     assert len(errors) == 1, errors
     for part in expected:
         assert part in errors[0], (part, errors[0])
     # The demo stays the active dataset and still works.
-    assert "Synthetic clusters (demo" in "\n".join(str(m.value) for m in at.sidebar.markdown)
+    assert "Synthetic clusters (demo" in "\n".join(shown(m.value) for m in at.sidebar.markdown)
     at = goto(at, "explain")
     assert_clean(at)
 

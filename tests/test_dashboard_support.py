@@ -8,6 +8,7 @@ pytest run, so the first-screen demo is trained once per run, not once per test.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,12 +78,17 @@ def assert_clean(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error] + [c.value for c in at.get("code")]
 
 
+def shown(markdown: object) -> str:
+    """The text a Markdown source shows: user strings in it are backslash-escaped."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown))
+
+
 def texts(at: AppTest) -> str:
     """All visible text of the main area (markdown, captions, alerts, headings)."""
     parts = []
     for kind in ("title", "header", "subheader", "markdown", "caption", "info", "success",
                  "warning", "error"):  # fmt: skip
-        parts.extend(str(e.value) for e in at.get(kind))
+        parts.extend(shown(e.value) for e in at.get(kind))
     return "\n".join(parts)
 
 
@@ -100,10 +106,16 @@ def sample_upload(
     *,
     items_name: str = "items.csv",
     duels_name: str = "duels.csv",
+    lenient: bool | None = None,
 ) -> AppTest:
-    """Upload items.csv and duels.csv (the sample files unless given) on the Data page."""
+    """Upload items.csv and duels.csv (the sample files unless given) on the Data page.
+
+    ``lenient``: set the page's lenient toggle first (None: leave it as it is).
+    """
     at.switch_page("views/data.py").run()
     at.button_group(key="data:source").set_value("Upload CSV files").run()
+    if lenient is not None:
+        at.toggle(key="data:lenient").set_value(lenient).run()
     items = (SAMPLE / "items.csv").read_bytes() if items is None else items
     duels = (SAMPLE / "duels.csv").read_bytes() if duels is None else duels
     uploader = {u.label: u for u in at.file_uploader}

@@ -11,19 +11,24 @@ import io
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prefshap_core.data import build_duel_data, read_table, split_duels
+from prefshap_core.data import build_duel_data, read_any, read_table, split_duels
 from prefshap_core.data.csv_io import MISSING_TOKENS
 from prefshap_core.errors import DataValidationError
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_NEW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 GOOD_ITEMS = b"id,name,x,kind\na,A,1,p\nb,B,2,q\nc,C,,p\nd,D,4,q\n"
 GOOD_DUELS = b"left,right,winner,venue\na,b,a,in\nb,c,c,out\nc,d,d,in\nd,a,a,out\n"
 
-NAMES = ["id", "name", "left", "right", "winner", "y", "duel_id", "x", "kind", "venue", " id"]
+NAMES = [
+    "id", "name", "left", "right", "winner", "loser", "y", "duel_id", "x", "kind", "venue",
+    " id", "student", "age",
+]  # fmt: skip
 CELLS = [
     "a",
     "b",
@@ -34,6 +39,11 @@ CELLS = [
     "-1",
     "+1",
     "0",
+    "draw",
+    "TIE",
+    "1,5",
+    "1.234,5",
+    "1,234",
     "2.5",
     "1e400",
     "1" * 320,
@@ -54,20 +64,27 @@ CELLS = [
 ]
 
 
-def build_or_our_error(items: bytes, duels: bytes, on_invalid: str = "error") -> None:
-    """Read both files and build; only DataValidationError may escape."""
+def build_or_our_error(
+    items: bytes, duels: bytes, on_invalid: str = "error", contexts: bytes | None = None
+) -> None:
+    """Read the files (any format) and build; only DataValidationError may escape."""
     try:
+        duels_table = read_any(duels, file_name="duels.csv")
         data = build_duel_data(
-            read_table(items, file_name="items.csv"),
-            read_table(duels, file_name="duels.csv"),
+            read_any(items, file_name="items.csv"),
+            duels_table,
             name="fuzz",
             on_invalid=on_invalid,
+            contexts=None if contexts is None else read_any(contexts, file_name="contexts.csv"),
         )
     except DataValidationError as error:
-        assert error.file in ("items.csv", "duels.csv", None)
+        assert error.file in ("items.csv", "duels.csv", "contexts.csv", None)
         return
     assert data.n_duels >= 1 and np.isfinite(data.items).all()
-    assert set(np.unique(data.y).tolist()) <= {-1, 1}
+    assert set(np.unique(data.y).tolist()) <= {-1, 0, 1}
+    report = data.report
+    assert data.n_duels + report.dropped_duels + report.skipped_duels == len(duels_table)
+    assert len(report.rejected) == report.dropped_duels + report.skipped_duels
     assert np.all(data.left != data.right)
     if data.has_context:
         assert np.isfinite(data.contexts).all()
@@ -91,7 +108,11 @@ DUEL_HEADERS = [
     ["left", "right", "y"],
     ["y", "left", "right", "venue"],
     ["duel_id", "left", "right", "winner", "venue"],
+    ["winner", "loser"],
+    ["student", "winner", "loser", "venue"],
+    ["left", "right", "winner", "student"],
 ]
+CONTEXT_HEADERS = [["student", "age"], ["student", "age", "kind"], ["age", "student"]]
 TEXT = st.text(alphabet=st.characters(codec="latin-1", exclude_categories=["Cs", "Cc"]), max_size=4)
 CHAOS = st.sampled_from(CELLS) | TEXT
 IDS = st.sampled_from(["a", "b", "c", "d"])
@@ -102,8 +123,11 @@ COLUMN_CELLS = {
     "kind": st.sampled_from(["p", "q", "r", ""]),
     "left": IDS,
     "right": IDS,
-    "winner": IDS | st.sampled_from(["left", "right"]),
-    "y": st.sampled_from(["1", "-1", "+1"]),
+    "winner": IDS | st.sampled_from(["left", "right", "draw", "tie", "", "NA"]),
+    "loser": IDS,
+    "y": st.sampled_from(["1", "-1", "+1", "0", "", "null"]),
+    "student": st.sampled_from(["1", "2", "2.0", "03", "9", ""]),
+    "age": st.sampled_from(["20", "31,5", "1.000,5", "x", ""]),
     "venue": st.sampled_from(["in", "out", ""]),
     "duel_id": st.integers(0, 30).map(str),
 }
@@ -113,7 +137,7 @@ COLUMN_CELLS = {
 def csv_like(draw: st.DrawFn) -> bytes:
     """Nearly a CSV table: a plausible header and cells, now and then a broken one."""
     header = draw(
-        st.sampled_from(ITEM_HEADERS + DUEL_HEADERS)
+        st.sampled_from(ITEM_HEADERS + DUEL_HEADERS + CONTEXT_HEADERS)
         | st.lists(st.sampled_from(NAMES) | TEXT, min_size=1, max_size=5)
     )
     ids = draw(st.permutations(["a", "b", "c", "d"]))  # item ids: mostly unique
@@ -144,6 +168,35 @@ def test_csv_like_text_as_items_and_duels(items: bytes, duels: bytes, on_invalid
     build_or_our_error(items, duels, on_invalid)
     build_or_our_error(items, GOOD_DUELS, on_invalid)
     build_or_our_error(GOOD_ITEMS, duels, on_invalid)
+
+
+GOOD_KEYED_DUELS = b"student,left,right,winner\n1,a,b,a\n2,b,c,draw\n1.0,c,d,d\n"
+
+
+@FUZZ_NEW
+@given(csv_like(), csv_like(), st.sampled_from(["error", "drop"]))
+def test_csv_like_contexts_tables(contexts: bytes, duels: bytes, on_invalid: str) -> None:
+    build_or_our_error(GOOD_ITEMS, GOOD_KEYED_DUELS, on_invalid, contexts=contexts)
+    build_or_our_error(GOOD_ITEMS, duels, on_invalid, contexts=b"student,age\n1,20\n2,30\n")
+
+
+def _as_parquet(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _as_xlsx(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_excel(buffer, index=False, engine="openpyxl")
+    return buffer.getvalue()
+
+
+@FUZZ_NEW
+@given(st.binary(max_size=300), st.sampled_from([b"PK\x03\x04", b"PAR1"]))
+def test_any_bytes_behind_a_workbook_or_parquet_signature(raw: bytes, magic: bytes) -> None:
+    build_or_our_error(magic + raw, GOOD_DUELS)
+    build_or_our_error(GOOD_ITEMS, magic + raw, on_invalid="drop")
 
 
 @st.composite
@@ -233,10 +286,52 @@ def test_tables_written_by_the_csv_module_read_back_exactly(
 
     kept = [row for row in rows if any(cell.strip() for cell in row)]
     try:
-        result = read_table(buffer.getvalue().encode(), file_name="t.csv")
+        result = read_table(buffer.getvalue().encode(), file_name="t.csv", decimal=None)
     except DataValidationError as error:
         assert not kept and "no data rows" in error.reason
         return
     assert list(result.columns) == [name.strip() for name in header]
     expected = pd.DataFrame([[clean(c) for c in row] for row in kept], columns=result.columns)
     assert result.reset_index(drop=True).equals(expected.astype(object))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(written_tables(), st.sampled_from([_as_parquet, _as_xlsx]))
+def test_tables_as_parquet_or_xlsx_read_like_the_same_csv(
+    table: tuple[list[str], list[list[str]]], write
+) -> None:
+    header, rows = table
+    names = [name.strip() for name in header]
+    # Spreadsheets keep no line breaks worth testing; NUL-free text is what both hold.
+    rows = [[cell.replace("\n", " ") for cell in row] for row in rows]
+    frame = pd.DataFrame(rows, columns=names, dtype=object)
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows([names, *rows])
+    try:
+        expected = read_table(buffer.getvalue().encode(), file_name="t.csv", decimal=None)
+    except DataValidationError:
+        return  # no data rows: covered above
+    try:
+        result = read_any(write(frame), file_name="t")
+    except DataValidationError as error:
+        assert "no data rows" in error.reason
+        return
+    assert list(result.columns) == list(expected.columns)
+    assert result.to_numpy().tolist() == expected.to_numpy().tolist()
+    np.testing.assert_array_equal(result.index, expected.index)
+
+
+@FUZZ_NEW
+@given(
+    st.floats(-1e9, 1e9, allow_nan=False).map(lambda v: round(v, 3)),
+    st.sampled_from(["eu", "us"]),
+)
+def test_numbers_with_separators_read_as_their_value(value: float, style: str) -> None:
+    text = f"{value:,.3f}"  # 1,234,567.891
+    if style == "eu":
+        text = text.replace(",", "_").replace(".", ",").replace("_", ".")  # 1.234.567,891
+        raw = f"id;x\na;{text}\nb;2\n".encode()
+    else:
+        raw = f'id,x\na,"{text}"\nb,2\n'.encode()
+    cell = read_table(raw, file_name="t.csv")["x"].iloc[0]
+    assert float(cell) == pytest.approx(value, abs=1e-9)

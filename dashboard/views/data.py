@@ -1,4 +1,4 @@
-"""Data page: pick a built-in dataset or upload items.csv + duels.csv; see what was read."""
+"""Data page: pick a built-in dataset or upload items + duels (+ contexts); see what was read."""
 
 from __future__ import annotations
 
@@ -6,22 +6,29 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import sources, state
-from dashboard.components.guard import run_guarded, show_error
+from dashboard.components.guard import run_guarded, show_error, without_paths
 from dashboard.components.tables import paginated
+from dashboard.components.text import md
+from prefshap_core.data import UPLOAD_TYPES
 from prefshap_core.errors import PrefShapError
+from prefshap_core.workflow import LARGE_DUELS, expected_training_minutes
 
 FORMAT_HELP = """
-**items.csv** — one row per item: an `id` column (unique), an optional `name`
+**items** — one row per item: an `id` column (unique), an optional `name`
 column (display label), and at least one covariate column (numbers or categories).
 
-**duels.csv** — one row per duel: `left`, `right` (item ids), the outcome as `winner`
-(the winning id, or `left` / `right`) **or** `y` (`1` left won, `-1` right won), an
-optional `duel_id`; any other column is a **context** covariate (e.g. surface), which
-enables the C-GPM model.
+**duels** — one row per duel: `left`, `right` (item ids) and the outcome as `winner`
+(the winning id, `left` / `right`, or `draw` / `tie`) **or** `y` (`1` left won, `-1`
+right won, `0` a tie); or just `winner` and `loser` columns. An optional `duel_id`;
+any other column is a **context** covariate (e.g. surface), which enables the C-GPM.
+Rows with no outcome are skipped and counted.
 
-Categorical covariates become one feature group each (explained as one feature).
-Missing cells (empty, `NA`, `?`, …) are imputed and reported below. Every problem is
-reported with its file, row and column. Full description: `sample_data/README.md`.
+**contexts** (optional) — context covariates in their own table: its first column is
+a key that is also a column of the duels (e.g. `student`, who chose).
+
+CSV (comma, semicolon or tab; decimal commas are recognised), `.xlsx` or `.parquet`.
+Columns that look like identifiers are not used unless you tick them below. Every
+problem is reported with its file, row and column.
 """
 
 
@@ -60,7 +67,9 @@ def _choose_builtin() -> None:
 
 def _upload() -> None:
     st.markdown(FORMAT_HELP)
-    left, right = st.columns(2)
+    with st.expander("The upload format in full (every column, every error message)"):
+        st.markdown(sources.upload_format())
+    left, middle, right = st.columns(3)
     left.download_button(
         "Template: items.csv",
         data=sources.sample_file("items.csv"),
@@ -70,7 +79,7 @@ def _upload() -> None:
         icon=":material/download:",
         key="data:template-items",
     )
-    right.download_button(
+    middle.download_button(
         "Template: duels.csv",
         data=sources.sample_file("duels.csv"),
         file_name="duels.csv",
@@ -81,29 +90,47 @@ def _upload() -> None:
     )
     uploads = state.uploads()
     # The uploader forgets its file on a page switch; the session keeps the bytes.
-    for kind, column in (("items", left), ("duels", right)):
+    for kind, column, label in (
+        ("items", left, "items.csv"),
+        ("duels", middle, "duels.csv"),
+        ("contexts", right, "contexts.csv (optional)"),
+    ):
         file = column.file_uploader(
-            f"{kind}.csv", type=["csv", "txt"], key=f"data:{kind}-file:{state.upload_round()}"
+            label, type=list(UPLOAD_TYPES), key=f"data:{kind}-file:{state.upload_round()}"
         )
         kept = uploads.get(kind)
         if file is not None and (kept is None or kept.file_id != file.file_id):
             uploads[kind] = sources.uploaded_csv(file.name, file.getvalue(), file.file_id)
+    options = state.load_options()
+    options["lenient"] = st.toggle(
+        "Lenient: drop invalid duel rows and report them (off: every problem is an error)",
+        value=options["lenient"],
+        key="data:lenient",
+    )
     if "items" not in uploads or "duels" not in uploads:
         waiting = [n for n in ("items", "duels") if n not in uploads]
         st.info(f"Upload {' and '.join(f'{n}.csv' for n in waiting)} to continue.")
         return
-    names = f"{uploads['items'].name} + {uploads['duels'].name}"
+    files = [uploads["items"], uploads["duels"]] + (
+        [uploads["contexts"]] if "contexts" in uploads else []
+    )
+    names = " + ".join(md(f.name) for f in files)
     try:
-        loaded = sources.load_upload(uploads["items"], uploads["duels"])
+        loaded = sources.load_upload(
+            *files, lenient=options["lenient"], use_columns=tuple(options["use_columns"])
+        )
     except PrefShapError as exc:
-        st.error(f"Could not use {names}.\n\n{exc}", icon=":material/error:")
+        message = md(without_paths(str(exc)))
+        st.error(f"Could not use {names}.\n\n{message}", icon=":material/error:")
         loaded = None
     if loaded is not None:
         active = state.active()
         if loaded.key not in state.datasets():
-            # New files: use them at once (the usual intent of an upload).
+            # New files: use them at once (the usual intent of an upload), and rerun so
+            # that the sidebar, drawn before this page, shows them too.
             state.add_dataset(loaded)
-            st.success(f"Loaded {names}: it is now the active dataset.", icon=":material/check:")
+            state.set_notice(f"Loaded {names}: it is now the active dataset.")
+            st.rerun()
         elif active is None or active.key != loaded.key:
             if st.button(f"Use {names}", type="primary", key="data:use-upload"):
                 state.add_dataset(loaded)
@@ -115,14 +142,59 @@ def _upload() -> None:
         st.rerun()
 
 
+def _ignored_columns(loaded: state.LoadedData) -> None:
+    """Id-like columns left out, and a way to use them anyway (uploads only)."""
+    report = loaded.data.report
+    if not report.ignored_columns and not loaded.use_columns:
+        return
+    st.markdown("**Columns not used: they look like identifiers**")
+    if report.ignored_columns:
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {"table": c.table, "column": c.column, "why": c.reason.split(" (")[0]}
+                    for c in report.ignored_columns
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+    if loaded.source != "upload":
+        return
+    candidates = sorted({c.column for c in report.ignored_columns} | set(loaded.use_columns))
+    chosen = st.multiselect(
+        "Use these columns as covariates anyway",
+        candidates,
+        default=list(loaded.use_columns),
+        key=f"data:use-columns:{loaded.key}",
+    )
+    if sorted(chosen) != sorted(loaded.use_columns):
+        state.load_options()["use_columns"] = tuple(chosen)
+        try:
+            again = sources.load_upload(
+                *loaded.uploaded, lenient=loaded.lenient, use_columns=tuple(chosen)
+            )
+        except PrefShapError as exc:
+            st.error(str(exc), icon=":material/error:")
+            return
+        state.add_dataset(again)
+        st.rerun()
+
+
 def _summary(loaded: state.LoadedData) -> None:
     data = loaded.data
-    st.subheader(loaded.title)
+    st.subheader(md(loaded.title))
     c = st.columns(4)
     c[0].metric("Items", f"{data.n_items:,}")
     c[1].metric("Duels", f"{data.n_duels:,}")
     c[2].metric("Feature groups", data.item_space.n_groups)
     c[3].metric("Context groups", data.context_space.n_groups if data.context_space else 0)
+    if data.n_duels >= LARGE_DUELS:
+        minutes = expected_training_minutes(data.n_duels)
+        st.warning(
+            f"{data.n_duels:,} duels is very large data: training may take roughly "
+            f"{minutes:.0f} minutes on a small CPU (the Train page shows the time left)."
+        )
 
     groups = pd.DataFrame(
         [
@@ -162,12 +234,30 @@ def _summary(loaded: state.LoadedData) -> None:
         st.caption("No missing covariate values.")
     if report.dropped_duels:
         st.warning(
-            f"{report.dropped_duels:,} duel rows were dropped:\n\n"
-            + "\n".join(f"- {r}" for r in report.dropped_reasons)
+            f"{report.dropped_duels:,} invalid duel rows were dropped:\n\n"
+            + "\n".join(f"- {md(r)}" for r in report.dropped_reasons)
         )
+    if report.skipped_duels:
+        st.info(f"{report.skipped_duels:,} duel rows have no outcome and were skipped.")
+    if report.ties:
+        st.info(
+            f"{report.ties:,} ties: each counts as half a win for each side in training; "
+            "ROC AUC and accuracy leave them out."
+        )
+    if report.rejected is not None and len(report.rejected):
+        st.download_button(
+            f"Download the {len(report.rejected):,} rejected or skipped rows, with reasons (CSV)",
+            data=report.rejected.to_csv(index=False).encode(),
+            file_name="rejected_rows.csv",
+            mime="text/csv",
+            on_click="ignore",
+            icon=":material/download:",
+            key=f"data:rejected:{loaded.key}",
+        )
+    _ignored_columns(loaded)
     with st.expander("Notes from reading the data"):
         for note in report.notes:
-            st.markdown(f"- {note}")
+            st.markdown(f"- {md(note)}")
 
     items_tab, duels_tab = st.tabs(["Items preview", "Duels preview"])
     with items_tab:
@@ -180,6 +270,9 @@ def _summary(loaded: state.LoadedData) -> None:
 
 def render() -> None:
     st.title("Data")
+    notice = state.pop_notice()
+    if notice:
+        st.success(notice, icon=":material/check:")
     source = st.segmented_control(
         "Source",
         ["Built-in dataset", "Upload CSV files"],

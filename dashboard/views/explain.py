@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import services, sources, state
 from dashboard.components.explanations import fetch, figures, require_model, sample_note
 from dashboard.components.guard import run_guarded
+from dashboard.components.text import md
 from prefshap_core import workflow
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
@@ -32,6 +33,12 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[np.nda
         help="Larger subsets are sampled (seeded). Exact explanations cost time per duel.",
     )  # fmt: skip
     if choice == ALL:
+        if len(test) < workflow.SMALL_TEST:  # a handful of test duels explains little
+            st.caption(
+                f"The test split has only {len(test)} duels, so all {data.n_duels:,} duels "
+                "are explained (the model was trained on most of them)."
+            )
+            return np.arange(data.n_duels), "All duels (small data)", int(cap)
         return test, "All test duels", int(cap)
     c = st.columns([2, 2, 2, 2])
     if choice == GROUPS:
@@ -74,7 +81,7 @@ def render() -> None:
         return
     loaded, model = ready
     st.caption(
-        f"{services.model_title(model.kind)} on **{loaded.title}**. Each point is a duel seen "
+        f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Each point is a duel seen "
         "from its winner: right of zero, the feature helped the winner; red, the winner had "
         "more of it."
     )

@@ -36,10 +36,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from prefshap_core.cli._output import stderr_progress
+from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.compute import Compute
-from prefshap_core.data.csv_io import read_table, row_numbers
+from prefshap_core.csv_safety import write_csv
+from prefshap_core.data.csv_io import row_numbers
 from prefshap_core.data.encoding import EncodingSpec, encode_rows
+from prefshap_core.data.readers import read_any
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain import Explainer, ExplainOptions, cme_options
 from prefshap_core.explain.dask_executor import (
@@ -90,6 +92,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_CONNECT_TIMEOUT,
         help=f"seconds to reach --scheduler (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="skip duels with unknown or missing ids or a bad winner instead of stopping; "
+        "they are written with their reasons to --rejected-out",
+    )
+    parser.add_argument(
+        "--rejected-out", help="CSV of the skipped rows (default: beside --out, *.rejected.csv)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
 
@@ -123,8 +134,20 @@ def run(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise ValueError("--samples must be at least 1")
     fn = load_model(args.model)
+    for old, new in fn.metadata.get("renamed_players", {}).items():
+        print(
+            f"prefshap explain: note: player '{old}' is called '{new}' in {args.out}: "
+            "its name is an export column",
+            file=sys.stderr,
+        )
     file_name = Path(args.duels).name
-    table = read_table(Path(args.duels), file_name=file_name)
+    table = read_any(Path(args.duels), file_name=file_name)
+    if args.lenient:
+        table, rejected = _usable_rows(table, fn, file_name)
+        target = args.rejected_out or Path(args.out).with_name(
+            Path(args.out).stem + ".rejected.csv"
+        )
+        write_rejected(rejected, target, "prefshap explain")
     left, right = _ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name)
     winners = _winners(table, left, right, file_name)
     contexts = None
@@ -152,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         )
     out = explanation_table(expl, table)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    out.to_csv(args.out, index=False, float_format="%.17g")
+    write_csv(out, args.out, float_format="%.17g")  # ids and headers formula-safe
     summary = {
         "duels": len(out),
         "what": args.what,
@@ -184,6 +207,44 @@ def explanation_table(expl: Explanation, table: pd.DataFrame) -> pd.DataFrame:
         for j, name in enumerate(expl.player_names):
             out[f"se:{name}"] = expl.standard_errors[:, j]
     return out
+
+
+def _usable_rows(
+    table: pd.DataFrame, fn: PreferenceFunction, file_name: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """--lenient: the rows whose ids and winner are valid, and the others with reasons."""
+    known = set(np.asarray(fn.item_ids).astype(str).tolist())
+    reasons = []
+    for left, right, winner in zip(
+        _column(table, "left", file_name),
+        _column(table, "right", file_name),
+        table["winner"] if "winner" in table.columns else [None] * len(table),
+        strict=True,
+    ):
+        if left is None or right is None:
+            reasons.append(("left" if left is None else "right", "missing item id"))
+        elif str(left) not in known or str(right) not in known:
+            side = "left" if str(left) not in known else "right"
+            reasons.append((side, "unknown item id (not among the model's item_ids)"))
+        elif winner is not None and winner not in ("left", "right", left, right):
+            reasons.append(("winner", "the winner is neither the left nor the right item"))
+        else:
+            reasons.append(None)
+    bad = np.array([r is not None for r in reasons], dtype=bool)
+    rows = row_numbers(table)
+    rejected = pd.DataFrame(
+        {
+            "file": file_name,
+            "row": rows[bad],
+            "line": rows[bad] + 1,
+            "column": [r[0] for r in reasons if r is not None],
+            "reason": [r[1] for r in reasons if r is not None],
+        }
+    )
+    rejected = pd.concat([rejected, table[bad].reset_index(drop=True)], axis=1)
+    if bad.all():
+        raise DataValidationError("no usable duel rows (see the rejected rows)", file=file_name)
+    return table[~bad], rejected
 
 
 def _column(table: pd.DataFrame, name: str, file_name: str) -> pd.Series:

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 import time
+from pathlib import Path
 
-from prefshap_core.cli._output import stderr_progress
-from prefshap_core.datasets.registry import load_dataset
+from prefshap_core.cli._output import stderr_progress, write_rejected
+from prefshap_core.data.build import load_directory
+from prefshap_core.datasets.registry import DATASET_NAMES, load_dataset
 from prefshap_core.models.model_file import save_model
-from prefshap_core.workflow import TrainSettings, train
+from prefshap_core.workflow import (
+    LARGE_DUELS,
+    TrainSettings,
+    expected_training_minutes,
+    train,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -57,14 +66,50 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="solver: our torch FALKON (default) or the falkon package",
     )
     parser.add_argument("--baseline", action="store_true", help="also fit a UPM and report it")
+    parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="drop invalid duel rows (unknown ids, self-duels, bad outcomes) instead of "
+        "stopping; they are written with their reasons to --rejected-out",
+    )
+    parser.add_argument(
+        "--rejected-out",
+        help="CSV of the rejected rows and reasons (default: beside --out, *.rejected.csv)",
+    )
+    parser.add_argument(
+        "--use-column",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="use this id-like column as a covariate anyway (repeatable)",
+    )
+    parser.add_argument(
+        "--decimal",
+        choices=("auto", ".", ","),
+        default="auto",
+        help="decimal mark of numbers in CSV files (auto: a comma with ; or tab separators)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    data = load_dataset(args.data, seed=args.seed, data_dir=args.data_dir)
+    if str(args.data) not in DATASET_NAMES and Path(args.data).is_dir():
+        data = load_directory(
+            args.data,
+            seed=args.seed,
+            on_invalid="drop" if args.lenient else "error",
+            use_columns=tuple(args.use_column),
+            decimal=args.decimal,
+        )
+    else:
+        data = load_dataset(args.data, seed=args.seed, data_dir=args.data_dir)
     load_seconds = time.perf_counter() - start
+    if args.lenient:
+        target = args.rejected_out or _beside(args.out, ".rejected.csv")
+        write_rejected(data.report.rejected, target, "prefshap train")
+    _warn_if_large(data.n_duels, args.quiet)
     settings = TrainSettings(
         kind=args.model,
         seed=args.seed,
@@ -81,13 +126,36 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         baseline=args.baseline,
     )
-    result = train(data, settings, stderr_progress(args.quiet))
+    # stdout holds only the JSON line: anything a backend prints (falkon's own
+    # progress) goes to stderr with ours.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = train(data, settings, stderr_progress(args.quiet))
     save_model(result.function, args.out)
     report = result.to_json()
+    report["skipped"] = data.report.skipped_duels + data.report.dropped_duels
+    report["ties"] = data.n_ties
     report["seconds"] = {"load": load_seconds, **report["seconds"]}
     report["out"] = str(args.out)
     print(json.dumps(report, sort_keys=False), flush=True)
     return 0
+
+
+def _beside(out: str, suffix: str) -> Path:
+    path = Path(out)
+    return path.with_name(path.stem + suffix)
+
+
+def _warn_if_large(n_duels: int, quiet: bool) -> None:
+    """Very large data: say so before the long part starts (the ETA then keeps moving)."""
+    if quiet or n_duels < LARGE_DUELS:
+        return
+    minutes = expected_training_minutes(n_duels)
+    print(
+        f"prefshap train: {n_duels:,} duels is very large data; expect roughly "
+        f"{minutes:.0f} min on a small CPU (less with more cores or --device cuda)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _floats(text: str) -> tuple[float, ...]:

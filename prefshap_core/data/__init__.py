@@ -12,22 +12,27 @@ from prefshap_core.data.encoding import (
     row_labels,
 )
 from prefshap_core.data.feature_space import FeatureSpace
+from prefshap_core.data.id_columns import IgnoredColumn
+from prefshap_core.data.readers import UPLOAD_TYPES, read_any
 
 __all__ = [
     "DUEL_COLUMNS",
     "MISSING_TOKENS",
+    "UPLOAD_TYPES",
     "DataReport",
     "DuelData",
     "EncodedTable",
     "EncodingSpec",
     "FeatureSpace",
     "GroupEncoding",
+    "IgnoredColumn",
     "ImputationNote",
     "Split",
     "build_duel_data",
     "encode_rows",
     "encode_table",
     "load_directory",
+    "read_any",
     "read_table",
     "row_labels",
     "row_numbers",

@@ -1,35 +1,45 @@
 """From an items table and a duels table to a validated, encoded DuelData.
 
-The upload format (sample_data/README.md) is two tables: items (an id column, an
-optional label column, covariates) and duels (``left``, ``right``, the outcome as
-``winner`` or ``y``, optional ``duel_id``, optional context columns). Every problem
-is reported with file, row and column; real-data loaders pass ``on_invalid="drop"``
-to drop (and count) unusable duel rows instead.
+The upload format (sample_data/README.md) is two tables, and an optional third:
+items (an id column, an optional label column, covariates), duels (``left``,
+``right``, the outcome as ``winner`` or ``y``, or ``winner``/``loser`` columns;
+optional ``duel_id``; optional context columns) and contexts (a key column shared
+with the duels, then context covariates). Every problem is reported with file, row
+and column: strict (``on_invalid="error"``) lists every kind of problem of a file
+at once; lenient (``on_invalid="drop"``) drops the invalid duel rows and reports each
+one (``DataReport.rejected``). Rows with no outcome are skipped in both modes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from prefshap_core.data.csv_io import SOURCE_ROW, read_table, row_numbers, text_cells
+from prefshap_core.data.context_table import ContextJoin, join_contexts
+from prefshap_core.data.csv_io import SOURCE_ROW, row_numbers, text_cells
 from prefshap_core.data.duel_data import DataReport, DuelData
 from prefshap_core.data.duel_rows import (
     describe_problem,
     more_rows,
     outcome_column,
-    raise_first_problem,
+    raise_problems,
+    rejected_rows,
     validate_duel_rows,
 )
 from prefshap_core.data.encoding import EncodedTable, EncodingSpec, encode_table, row_labels
-from prefshap_core.errors import DataValidationError
+from prefshap_core.data.id_columns import IgnoredColumn, split_id_like
+from prefshap_core.data.readers import read_any
+from prefshap_core.data.reserved_names import check_dataset_names
+from prefshap_core.errors import DataProblems, DataValidationError
 
-DUEL_COLUMNS = ("left", "right", "winner", "y", "duel_id")
-ITEMS_FILE, DUELS_FILE = "items.csv", "duels.csv"
+DUEL_COLUMNS = ("left", "right", "winner", "loser", "y", "duel_id")
+ITEMS_FILE, DUELS_FILE, CONTEXTS_FILE = "items.csv", "duels.csv", "contexts.csv"
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".parquet")
 
 
 def build_duel_data(
@@ -49,25 +59,42 @@ def build_duel_data(
     on_invalid: Literal["error", "drop"] = "error",
     items_file: str = ITEMS_FILE,
     duels_file: str = DUELS_FILE,
+    contexts: pd.DataFrame | None = None,
+    contexts_file: str = CONTEXTS_FILE,
+    use_columns: Iterable[str] = (),
 ) -> DuelData:
-    """Validate and encode the two tables; randomise each duel's orientation (seeded).
+    """Validate and encode the tables; randomise each duel's orientation (seeded).
 
     ``label_column`` defaults to a ``name`` column when there is one.
     ``context_columns=None`` takes every duel column other than left, right,
-    winner, y and duel_id. ``item_columns=None`` makes every item column other than
-    the id and label a covariate; a list keeps only those (the others stay in
-    ``raw_items`` for display and filters). ``numeric``, ``categorical`` and ``multi_categorical``
-    override the inferred column kinds in whichever table holds the columns.
-    With ``on_invalid="drop"`` invalid duel rows are dropped and counted in the
-    report; with ``"error"`` the first one raises.
+    winner, loser, y, duel_id and the contexts key. ``item_columns=None`` makes every
+    item column other than the id and label a covariate; a list keeps only those (the
+    others stay in ``raw_items`` for display and filters). Inferred covariates that
+    look like identifiers (``id_columns``) are left out and reported unless named in
+    ``use_columns``. ``numeric``, ``categorical`` and ``multi_categorical`` override
+    the inferred column kinds in whichever table holds the columns. ``contexts``: a
+    table keyed by its first column (``context_table``), joined to the duels.
+    With ``on_invalid="drop"`` invalid duel rows are dropped and reported in
+    ``report.rejected``; with ``"error"`` every kind of problem is raised at once
+    (:class:`DataProblems`). Rows without an outcome are skipped either way.
     """
     if on_invalid not in ("error", "drop"):
         raise ValueError(f"on_invalid must be 'error' or 'drop', got {on_invalid!r}")
+    use_columns = tuple(use_columns)
+    numeric, categorical = set(numeric), set(categorical)
+    multi = dict(multi_categorical or {})
+    declared = numeric | categorical | {c for s in multi.values() for c in s} | set(use_columns)
     item_ids, labels, covariates, label = _item_ids_and_labels(
         items, id_column, label_column, items_file
     )
+    ignored: list[IgnoredColumn] = []
     if item_columns is None:
-        item_columns = covariates
+        item_columns, ignored = split_id_like(items, covariates, "items", declared)
+        if not item_columns:
+            raise DataValidationError(
+                "there are no covariate columns left: " + "; ".join(i.describe() for i in ignored),
+                file=items_file,
+            )
     else:
         unknown = [c for c in item_columns if c not in covariates]
         if unknown or not item_columns:
@@ -77,10 +104,20 @@ def build_duel_data(
                 file=items_file,
             )
         item_columns = list(item_columns)
-    contexts = _context_columns(duels, context_columns, duels_file)
-    numeric, categorical = set(numeric), set(categorical)
-    multi = dict(multi_categorical or {})
-    _check_declared(numeric | categorical, multi, item_columns, contexts)
+    outcome = outcome_column(duels, duels_file)
+    join = None
+    if contexts is not None:
+        join = join_contexts(
+            duels, contexts, duels_file=duels_file, contexts_file=contexts_file,
+            reserved=DUEL_COLUMNS, use_columns=use_columns,
+        )  # fmt: skip
+        ignored += join.ignored
+    own_contexts = _context_columns(duels, context_columns, duels_file, join)
+    if context_columns is None:
+        own_contexts, ignored_duel = split_id_like(duels, own_contexts, "duels", declared)
+        ignored += ignored_duel
+    all_contexts = own_contexts + (join.columns if join else [])
+    _check_declared(numeric | categorical, multi, item_columns, all_contexts)
     encoded_items = encode_table(
         items,
         file_name=items_file,
@@ -92,58 +129,83 @@ def build_duel_data(
         max_categories=max_categories,
     )
 
-    outcome = outcome_column(duels, duels_file)
     rows = row_numbers(duels)
-    left, right, y, duel_ids, problems = validate_duel_rows(
-        duels, outcome, pd.Index(item_ids), rows, items_file
-    )
-    bad = np.zeros(len(duels), dtype=bool)
+    checked = validate_duel_rows(duels, outcome, pd.Index(item_ids), rows, items_file)
+    problems = list(checked.problems)
+    if join is not None and join.problem is not None:
+        unflagged = _not_yet_flagged(join.problem.rows, problems, checked.skipped)
+        if len(unflagged):
+            problems.append(replace(join.problem, rows=unflagged))
+    if problems and on_invalid == "error":
+        raise_problems(problems, rows, duels_file)
+    bad = checked.skipped.copy()
     for problem in problems:
         bad[problem.rows] = True
-    if problems and on_invalid == "error":
-        raise_first_problem(problems, rows, duels_file)
     keep = np.flatnonzero(~bad)
     if len(keep) == 0:
         summary = "; ".join(describe_problem(p, rows) for p in problems)
+        n_skipped = int(checked.skipped.sum())
+        if n_skipped:
+            summary += ("; " if summary else "") + f"{n_skipped} rows have no outcome"
         raise DataValidationError(f"no valid duel rows ({summary})", file=duels_file)
 
     rng = np.random.default_rng(seed)
     flip = rng.random(len(keep)) < 0.5
-    left, right, y = left[keep], right[keep], y[keep]
+    left, right, y = checked.left[keep], checked.right[keep], checked.y[keep]
     left, right = np.where(flip, right, left), np.where(flip, left, right)
     y = np.where(flip, -y, y).astype(np.int8)
 
     encoded_context = None
-    if contexts:
-        table = duels[contexts].iloc[keep].set_axis(pd.Index(rows[keep], name=SOURCE_ROW))
+    if all_contexts:
+        table = duels[own_contexts].iloc[keep].set_axis(pd.Index(rows[keep], name=SOURCE_ROW))
+        if join is not None:
+            taken = contexts[join.columns].iloc[join.position[keep]]  # type: ignore[index]
+            for column in join.columns:
+                table[column] = taken[column].to_numpy()
         encoded_context = encode_table(
             table,
-            file_name=duels_file,
+            file_name=duels_file if join is None else f"{duels_file} + {contexts_file}",
             table_name="context",
-            numeric=numeric & set(contexts),
-            categorical=categorical & set(contexts),
-            multi_categorical={g: s for g, s in multi.items() if set(s) <= set(contexts)},
+            numeric=numeric & set(all_contexts),
+            categorical=categorical & set(all_contexts),
+            multi_categorical={g: s for g, s in multi.items() if set(s) <= set(all_contexts)},
             max_categories=max_categories,
         )
+        raw_context = table
     unique_contexts, context_index, context_labels = _unique_contexts(encoded_context)
+    check_dataset_names(
+        encoded_items.space, encoded_context.space if encoded_context else None,
+        items_file=items_file, duels_file=duels_file,
+    )  # fmt: skip
 
+    ids = pd.Index(item_ids)
     raw_duels = pd.DataFrame(
         {
-            "duel_id": duel_ids[keep],
-            "left": item_ids[left],
-            "right": item_ids[right],
-            "winner": item_ids[np.where(y > 0, left, right)],
+            "duel_id": checked.duel_ids[keep],
+            "left": pd.Categorical.from_codes(left, categories=ids),
+            "right": pd.Categorical.from_codes(right, categories=ids),
+            # ties have no winner: left out of winner-oriented views
+            "winner": pd.Categorical.from_codes(
+                np.where(y > 0, left, np.where(y < 0, right, -1)), categories=ids
+            ),
             "y": y,
         }
     )
-    for column in contexts:
-        raw_duels[column] = duels[column].to_numpy()[keep]
+    if encoded_context is not None:
+        for column in all_contexts:
+            raw_duels[column] = pd.Categorical(raw_context[column].to_numpy())
+    n_ties, n_skipped = int((y == 0).sum()), int(checked.skipped.sum())
     report = DataReport(
         imputed=encoded_items.notes + (encoded_context.notes if encoded_context else ()),
-        dropped_duels=int(bad.sum()),
+        dropped_duels=int(bad.sum()) - n_skipped,
         dropped_reasons=tuple(describe_problem(p, rows) for p in problems),
         orientation_flipped=int(flip.sum()),
-        notes=_notes(encoded_items, encoded_context, label, len(keep), int(flip.sum()), seed),
+        notes=_notes(encoded_items, encoded_context, label, len(keep), int(flip.sum()), seed)
+        + _more_notes(n_ties, n_skipped, ignored, join),
+        skipped_duels=n_skipped,
+        ties=n_ties,
+        ignored_columns=tuple(ignored),
+        rejected=rejected_rows(problems, checked.skipped, duels, rows, duels_file),
     )
     return DuelData(
         name=name,
@@ -153,7 +215,7 @@ def build_duel_data(
         left=left.astype(np.int64),
         right=right.astype(np.int64),
         y=y,
-        duel_ids=duel_ids[keep],
+        duel_ids=checked.duel_ids[keep],
         item_labels=labels,
         raw_items=items.reset_index(drop=True),
         context_space=encoded_context.space if encoded_context else None,
@@ -167,22 +229,72 @@ def build_duel_data(
     )
 
 
-def load_directory(path: str | Path, **options: object) -> DuelData:
-    """Read ``items.csv`` and ``duels.csv`` from a folder (the upload format) and build.
+def find_table(folder: Path, stem: str) -> Path | None:
+    """``<stem>.csv`` (or .tsv, .txt, .xlsx, .parquet) in ``folder``; None if absent."""
+    for suffix in TABLE_SUFFIXES:
+        if (folder / f"{stem}{suffix}").is_file():
+            return folder / f"{stem}{suffix}"
+    return None
 
-    ``options`` go to :func:`build_duel_data` (``name`` defaults to the folder name).
+
+def load_directory(path: str | Path, *, decimal: str = "auto", **options: object) -> DuelData:
+    """Read items, duels and, if present, contexts from a folder (the upload format).
+
+    Each table is ``<name>.csv`` (or ``.tsv``, ``.txt``, ``.xlsx``, ``.parquet``).
+    ``options`` go to :func:`build_duel_data` (``name`` defaults to the folder name);
+    ``decimal`` to the CSV reader (``"auto"``, ``"."`` or ``","``).
     """
     folder = Path(path)
-    tables = {}
-    for file in (ITEMS_FILE, DUELS_FILE):
-        if not (folder / file).is_file():
+    tables, names = {}, {}
+    for stem in ("items", "duels", "contexts"):
+        found = find_table(folder, stem)
+        if found is None:
+            if stem == "contexts":
+                continue
             raise DataValidationError(
-                f"not found in {folder}: a data folder needs {ITEMS_FILE} and {DUELS_FILE}",
-                file=file,
+                f"not found in {folder}: a data folder needs {ITEMS_FILE} and {DUELS_FILE} "
+                f"(or .xlsx / .parquet tables of those names; {CONTEXTS_FILE} is optional)",
+                file=f"{stem}.csv",
             )
-        tables[file] = read_table(folder / file, file_name=file)
+        names[stem] = found.name
+        tables[stem] = read_any(found, file_name=found.name, decimal=decimal)
     options.setdefault("name", folder.resolve().name)
-    return build_duel_data(tables[ITEMS_FILE], tables[DUELS_FILE], **options)  # type: ignore[arg-type]
+    return build_duel_data(
+        tables["items"],
+        tables["duels"],
+        contexts=tables.get("contexts"),
+        items_file=names["items"],
+        duels_file=names["duels"],
+        contexts_file=names.get("contexts", CONTEXTS_FILE),
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def _not_yet_flagged(hits: np.ndarray, problems: list, skipped: np.ndarray) -> np.ndarray:
+    flagged = skipped.copy()
+    for problem in problems:
+        flagged[problem.rows] = True
+    return hits[~flagged[hits]]
+
+
+def _more_notes(
+    n_ties: int, n_skipped: int, ignored: list[IgnoredColumn], join: ContextJoin | None
+) -> tuple[str, ...]:
+    notes = []
+    if n_ties:
+        notes.append(
+            f"{n_ties} ties: each counts as half a win for each side in the fit; ROC AUC "
+            "and accuracy leave them out"
+        )
+    if n_skipped:
+        notes.append(f"{n_skipped} rows have no outcome and were skipped")
+    if join is not None:
+        notes.append(
+            f"context covariates joined from the contexts table on '{join.key}': "
+            + ", ".join(join.columns)
+        )
+    notes.extend(i.describe() for i in ignored)
+    return tuple(notes)
 
 
 # -- items ---------------------------------------------------------------------
@@ -202,25 +314,34 @@ def _item_ids_and_labels(
         raise DataValidationError(f"needs at least two items, has {len(items)}", file=file_name)
     rows = row_numbers(items)
     ids = text_cells(items[id_column])
+    problems = []
     missing = np.flatnonzero(pd.isna(ids))
     if len(missing):
-        raise DataValidationError(
-            "the item id is missing" + more_rows(len(missing) - 1, "have no id"),
-            file=file_name,
-            row=int(rows[missing[0]]),
-            column=id_column,
-        )
-    first_row: dict[str, int] = {}
-    for position, item in enumerate(ids.tolist()):
-        if item in first_row:
-            raise DataValidationError(
-                f"item id {item!r} appears twice: rows {first_row[item]} and "
-                f"{rows[position]}; item ids must be unique",
+        problems.append(
+            DataValidationError(
+                "the item id is missing" + more_rows(len(missing) - 1, "have no id"),
                 file=file_name,
-                row=int(rows[position]),
+                row=int(rows[missing[0]]),
                 column=id_column,
             )
-        first_row[item] = int(rows[position])
+        )
+    present = pd.Series(ids, dtype=object)
+    again = np.flatnonzero(present.duplicated(keep="first").to_numpy() & present.notna())
+    if len(again):
+        item = ids[again[0]]
+        first = int(np.flatnonzero(ids == item)[0])
+        problems.append(
+            DataValidationError(
+                f"item id {item!r} appears twice: rows {rows[first]} and "
+                f"{rows[again[0]]}; item ids must be unique"
+                + more_rows(len(again) - 1, "repeat an earlier id"),
+                file=file_name,
+                row=int(rows[again[0]]),
+                column=id_column,
+            )
+        )
+    if problems:
+        raise DataProblems(sorted(problems, key=lambda e: e.row or 0))
 
     if label_column is None:
         label_column = next((c for c in columns if c == "name"), None) or next(
@@ -246,17 +367,21 @@ def _item_ids_and_labels(
 
 # -- duels ---------------------------------------------------------------------
 def _context_columns(
-    duels: pd.DataFrame, context_columns: Sequence[str] | None, file_name: str
+    duels: pd.DataFrame,
+    context_columns: Sequence[str] | None,
+    file_name: str,
+    join: ContextJoin | None,
 ) -> list[str]:
     columns = [str(c) for c in duels.columns]
+    reserved = DUEL_COLUMNS + ((join.key,) if join is not None else ())
     if context_columns is None:
-        return [c for c in columns if c not in DUEL_COLUMNS]
+        return [c for c in columns if c not in reserved]
     for column in context_columns:
-        if column not in columns or column in DUEL_COLUMNS:
+        if column not in columns or column in reserved:
             raise DataValidationError(
                 "named as a context column, but "
                 + (
-                    "it is one of " + ", ".join(DUEL_COLUMNS)
+                    "it is one of " + ", ".join(reserved)
                     if column in columns
                     else "there is no such column"
                 ),

@@ -29,29 +29,92 @@ _ZIP_MAGIC = b"PK\x03\x04"
 # A real CSV has (almost) no control characters; random bytes have ~11% of them.
 _MAX_CONTROL_FRACTION = 0.01
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_UNSEEN = object()
+_MAX_SHARED = 2_000_000  # distinct cell texts shared (bounds the cache itself)
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def read_table(source: str | Path | bytes, *, file_name: str) -> pd.DataFrame:
+def read_table(
+    source: str | Path | bytes, *, file_name: str, decimal: str | None = "auto"
+) -> pd.DataFrame:
     """Read a CSV file (a path, or the uploaded bytes) into a table of strings.
 
     Strips a BOM, decodes UTF-8 (else Windows-1252, else Latin-1), accepts ``,``
     ``;`` or tab as delimiter (the header line decides), strips whitespace from
     names and cells, maps :data:`MISSING_TOKENS` to ``None`` and skips blank lines.
-    Raises :class:`DataValidationError` (naming ``file_name`` and, where it makes
-    sense, the row and column) for anything that is not a rectangular table with
-    one header row of distinct names and at least one data row.
+    Numbers are rewritten in one plain form (``decimal``: ``"."``, ``","`` or
+    ``"auto"``, see :func:`plain_numbers`; ``None`` keeps them as written).
+    Raises :class:`DataValidationError`
+    (naming ``file_name`` and, where it makes sense, the row and column) for anything
+    that is not a rectangular table with one header row of distinct names and at
+    least one data row.
     """
-    raw = _read_bytes(source, file_name)
+    if decimal not in ("auto", ".", ",", None):
+        raise ValueError(f"decimal must be 'auto', '.', ',' or None, got {decimal!r}")
+    raw = read_bytes(source, file_name)
     text = _decode(raw, file_name)
-    header, rows, numbers = _parse_records(text, file_name)
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in header]
-    data = {
-        name: [None if (cell := value.strip()) in MISSING_TOKENS else cell for value in column]
-        for name, column in zip(header, columns, strict=True)
-    }
+    del raw
+    header, columns, numbers, delimiter = _parse_records(text, file_name)
+    del text
     index = pd.Index(np.asarray(numbers, dtype=np.int64), name=SOURCE_ROW)
-    return pd.DataFrame(data, index=index, dtype=object)
+    data = {}
+    for name, column in zip(header, columns, strict=True):
+        data[name] = np.empty(len(column), dtype=object)
+        data[name][:] = column
+        column.clear()  # peak memory: one copy of each column at a time
+    if decimal == "auto":
+        decimal = "," if delimiter != "," and _has_decimal_commas(data) else "."
+    for name in header if decimal is not None else ():
+        data[name] = plain_numbers(data[name], decimal)
+    return pd.DataFrame(data, index=index, dtype=object, copy=False)
+
+
+_DECIMAL_COMMA = re.compile(r"[+-]?(\d{1,3}(\.\d{3})+|\d+)(,\d+)?([eE][+-]?\d+)?")
+_THOUSANDS_COMMA = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?([eE][+-]?\d+)?")
+_COMMA_FRACTION = re.compile(r"[+-]?\d*,\d+([eE][+-]?\d+)?")
+
+
+def plain_numbers(cells: np.ndarray, decimal: str) -> np.ndarray:
+    """Cells that are numbers written with separators, rewritten as plain numbers.
+
+    ``decimal=","``: ``1.234,5`` -> ``1234.5`` and ``0,25`` -> ``0.25``;
+    ``decimal="."``: thousands commas go, ``1,234,567.5`` -> ``1234567.5``. Other
+    cells are left as they are (the encoder decides what is a number, and names a
+    cell that is not).
+    """
+    codes, uniques = pd.factorize(cells, use_na_sentinel=True)
+    texts = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
+    changed = False
+    for k, text in enumerate(texts):
+        if not isinstance(text, str) or not text[-1:].isdigit():
+            continue
+        if "," not in text and (decimal == "." or "." not in text):
+            continue
+        if decimal == "," and _DECIMAL_COMMA.fullmatch(text):
+            texts[k] = text.replace(".", "").replace(",", ".")
+            changed = True
+        elif decimal == "." and _THOUSANDS_COMMA.fullmatch(text):
+            texts[k] = text.replace(",", "")
+            changed = True
+    if not changed:
+        return cells
+    table = np.empty(len(texts) + 1, dtype=object)
+    table[: len(texts)] = texts
+    return table[codes]  # code -1 (missing) picks the trailing None
+
+
+def _has_decimal_commas(columns: dict[str, np.ndarray]) -> bool:
+    """Whether any column holds a number with a decimal comma (``0,5``, ``1.234,5``)."""
+    for cells in columns.values():
+        uniques = pd.unique(cells)
+        for text in uniques[:10_000].tolist():
+            if (
+                isinstance(text, str)
+                and "," in text
+                and _COMMA_FRACTION.fullmatch(text.replace(".", ""))
+            ):
+                return True
+    return False
 
 
 def row_numbers(table: pd.DataFrame) -> np.ndarray:
@@ -108,7 +171,7 @@ def is_number_text(text: str) -> bool:
     return _NUMBER.fullmatch(text) is not None
 
 
-def _read_bytes(source: str | Path | bytes, file_name: str) -> bytes:
+def read_bytes(source: str | Path | bytes, file_name: str) -> bytes:
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source)
     try:
@@ -171,18 +234,23 @@ def _guess_delimiter(first_line: str) -> str:
     return best if counts[best] > 0 else ","
 
 
-def _parse_records(text: str, file_name: str) -> tuple[list[str], list[list[str]], list[int]]:
-    """Header names, data records (each as long as the header) and their row numbers."""
+def _parse_records(
+    text: str, file_name: str
+) -> tuple[list[str], list[list[str | None]], list[int], str]:
+    """Header names, each column's cells, the records' row numbers and the delimiter.
+
+    Cells are stripped, missing tokens become None, and equal cells share one string
+    object: ids and categories repeat, so a large file costs one string per distinct
+    value, not one per cell.
+    """
     first_line = next((line for line in text.splitlines() if line.strip()), "")
-    reader = csv.reader(
-        io.StringIO(text, newline=""),
-        delimiter=_guess_delimiter(first_line),
-        skipinitialspace=True,
-    )
+    delimiter = _guess_delimiter(first_line)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True)
     header: list[str] | None = None
-    rows: list[list[str]] = []
+    columns: list[list[str | None]] = []
     numbers: list[int] = []
     ragged: list[tuple[int, int]] = []
+    shared: dict[str, str | None] = dict.fromkeys(MISSING_TOKENS)
     last_line = 0
     try:
         for fields in reader:
@@ -190,16 +258,24 @@ def _parse_records(text: str, file_name: str) -> tuple[list[str], list[list[str]
             if not any(field.strip() for field in fields):
                 continue
             if header is None:
-                header = _check_header(fields, file_name)
+                header = check_header(fields, file_name)
+                columns = [[] for _ in header]
+                width = len(header)
                 continue
-            row = start_line - 1
-            if len(fields) > len(header) and not any(f.strip() for f in fields[len(header) :]):
-                fields = fields[: len(header)]  # trailing empty fields: a spreadsheet artefact
-            if len(fields) != len(header):
-                ragged.append((row, len(fields)))
+            if len(fields) > width and not any(f.strip() for f in fields[width:]):
+                fields = fields[:width]  # trailing empty fields: a spreadsheet artefact
+            if len(fields) != width:
+                ragged.append((start_line - 1, len(fields)))
                 continue
-            rows.append(fields)
-            numbers.append(row)
+            for column, field in zip(columns, fields, strict=True):
+                cell = shared.get(field, _UNSEEN)
+                if cell is _UNSEEN:
+                    stripped = field.strip()
+                    cell = None if stripped in MISSING_TOKENS else shared.get(stripped, stripped)
+                    if len(shared) < _MAX_SHARED:
+                        shared[field] = shared[stripped] = cell
+                column.append(cell)
+            numbers.append(start_line - 1)
     except csv.Error as exc:
         raise DataValidationError(
             f"cannot parse CSV near line {reader.line_num}: {exc}", file=file_name
@@ -219,16 +295,16 @@ def _parse_records(text: str, file_name: str) -> tuple[list[str], list[list[str]
             file=file_name,
             row=row,
         )
-    if not rows:
+    if not numbers:
         raise DataValidationError(
             "the file has a header row but no data rows; a table needs a header row "
             "naming its columns and at least one data row",
             file=file_name,
         )
-    return header, rows, numbers
+    return header, columns, numbers, delimiter
 
 
-def _check_header(fields: list[str], file_name: str) -> list[str]:
+def check_header(fields: list[str], file_name: str) -> list[str]:
     names = [field.strip() for field in fields]
     while len(names) > 1 and not names[-1]:
         names.pop()  # a trailing delimiter on the header line: a spreadsheet artefact

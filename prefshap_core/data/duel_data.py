@@ -19,6 +19,7 @@ from prefshap_core.data.feature_space import FeatureSpace
 
 if TYPE_CHECKING:
     from prefshap_core.data.encoding import EncodingSpec
+    from prefshap_core.data.id_columns import IgnoredColumn
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,11 @@ class DataReport:
     dropped_reasons: tuple[str, ...] = ()
     orientation_flipped: int = 0
     notes: tuple[str, ...] = ()
+    skipped_duels: int = 0  # rows with no outcome (never fatal)
+    ties: int = 0  # duels kept with y = 0
+    ignored_columns: tuple[IgnoredColumn, ...] = ()  # id-like columns not used
+    # Every row not used (dropped or skipped): file, row, line, column, reason, its cells.
+    rejected: pd.DataFrame | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,7 +56,7 @@ class DuelData:
     item_space: FeatureSpace
     left: np.ndarray  # (m,) int64 item rows
     right: np.ndarray  # (m,) int64 item rows
-    y: np.ndarray  # (m,) int8, +1 if left won, -1 if right won
+    y: np.ndarray  # (m,) int8, +1 if left won, -1 if right won, 0 a tie
     duel_ids: np.ndarray  # (m,) str, the source's row id / match id
     item_labels: np.ndarray | None = None  # (n,) display names; ids when None
     raw_items: pd.DataFrame | None = None  # the item table as given (display, filters)
@@ -102,12 +108,21 @@ class DuelData:
             raise KeyError(f"unknown item id {item_id!r}")
         return int(hits[0])
 
+    @property
+    def n_ties(self) -> int:
+        return int(np.sum(self.y == 0))
+
+    def decided(self, duels: np.ndarray | None = None) -> np.ndarray:
+        """Indices of the given duels (default all) that have a winner (not ties)."""
+        idx = np.arange(self.n_duels) if duels is None else np.asarray(duels, dtype=np.int64)
+        return idx[self.y[idx] != 0]
+
     def winners(self) -> np.ndarray:
-        """(m,) item row of each duel's winner."""
-        return np.where(self.y > 0, self.left, self.right)
+        """(m,) item row of each duel's winner (for a tie: the left item; see decided())."""
+        return np.where(self.y >= 0, self.left, self.right)
 
     def losers(self) -> np.ndarray:
-        return np.where(self.y > 0, self.right, self.left)
+        return np.where(self.y >= 0, self.right, self.left)
 
     def context_weights(self, duels: np.ndarray | None = None) -> np.ndarray:
         """(p,) how many of the given duels (default all) have each unique context."""

@@ -1,8 +1,14 @@
 """Validating the rows of a duels table: ids, outcome, duel ids; located problems.
 
+Outcome forms (sample_data/README.md): ``left``, ``right`` and either ``winner`` (an
+id, ``left``/``right``, or ``draw``/``tie``) or ``y`` (1, -1, or 0 for a tie); or
+``winner`` and ``loser`` columns of ids (no left/right: the orientation is
+randomised later, as for every form). A row with no outcome (an empty cell, ``NA``,
+``NaN``, ``null``...) is *skipped* and counted, never fatal.
+
 Invalid rows are collected by kind (one ``DuelRowProblem`` per reason, with every row
-it hits) so that a strict build can name the first one and count the rest, and a
-lenient build (real-data loaders) can drop them and report the counts.
+it hits) so that a strict build can list every kind at once (first row and count of
+each) and a lenient build can drop them and report each rejected row.
 """
 
 from __future__ import annotations
@@ -13,10 +19,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from prefshap_core.data.csv_io import text_cells
-from prefshap_core.errors import DataValidationError
+from prefshap_core.data.csv_io import text_cells, text_codes
+from prefshap_core.errors import DataProblems, DataValidationError
 
-_Y_VALUES = {"1": 1, "+1": 1, "-1": -1, "1.0": 1, "+1.0": 1, "-1.0": -1}
+TIE_WORDS = frozenset({"draw", "tie"})
+_Y_VALUES = {
+    "1": 1, "+1": 1, "1.0": 1, "+1.0": 1,
+    "-1": -1, "-1.0": -1,
+    "0": 0, "+0": 0, "-0": 0, "0.0": 0,
+}  # fmt: skip
+_FIRST_ROWS_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -29,22 +41,46 @@ class DuelRowProblem:
     first_detail: str
 
 
+@dataclass(frozen=True, eq=False)
+class DuelRows:
+    """Per row of the duels table (garbage where invalid or skipped)."""
+
+    left: np.ndarray  # item rows
+    right: np.ndarray
+    y: np.ndarray  # int8: +1 left won, -1 right won, 0 tie
+    duel_ids: np.ndarray  # str
+    skipped: np.ndarray  # bool: no outcome
+    problems: list[DuelRowProblem]
+
+
 def outcome_column(duels: pd.DataFrame, file_name: str) -> str:
+    """``"winner"``, ``"y"`` or ``"winner/loser"``: how this table gives outcomes."""
     columns = [str(c) for c in duels.columns]
+    has_sides = "left" in columns and "right" in columns
+    if not has_sides and "winner" in columns and "loser" in columns:
+        return "winner/loser"
     for needed in ("left", "right"):
         if needed not in columns:
             raise DataValidationError(
                 f"there is no {needed!r} column (columns found: {', '.join(columns[:12])}); "
-                "a duels file needs left, right and an outcome column (winner or y)",
+                "a duels file needs left, right and an outcome column (winner or y), "
+                "or winner and loser columns",
                 file=file_name,
                 column=needed,
             )
+    if "loser" in columns:
+        raise DataValidationError(
+            "a 'loser' column goes with a 'winner' column and no left/right columns; "
+            "with left and right, give the outcome as winner or y",
+            file=file_name,
+            column="loser",
+        )
     given = [c for c in ("winner", "y") if c in columns]
     if len(given) != 1:
         raise DataValidationError(
             "give the outcome in exactly one column: 'winner' (the winning id, or "
-            "'left'/'right') or 'y' (1 if left won, -1 if right won); "
-            + ("both are present" if given else "neither is present"),
+            "'left'/'right', or 'draw'/'tie') or 'y' (1 if left won, -1 if right won, "
+            "0 for a tie); " + ("both are present" if given else "neither is present"),
             file=file_name,
         )
     return given[0]
@@ -56,22 +92,30 @@ def validate_duel_rows(
     item_index: pd.Index,
     rows: np.ndarray,
     items_file: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[DuelRowProblem]]:
-    """Item rows, y and duel ids per duel (garbage where invalid), and the problems."""
-    left_ids, right_ids = text_cells(duels["left"]), text_cells(duels["right"])
+) -> DuelRows:
+    """Item rows, y and duel ids per duel, which rows have no outcome, and the problems."""
+    if outcome == "winner/loser":
+        side_columns = ("winner", "loser")
+        left_ids, right_ids = text_cells(duels["winner"]), text_cells(duels["loser"])
+        y = np.ones(len(duels), dtype=np.int8)
+        outcome_bad = np.zeros(len(duels), dtype=bool)
+        skipped = np.zeros(len(duels), dtype=bool)
+        outcome_cells = left_ids
+    else:
+        side_columns = ("left", "right")
+        left_ids, right_ids = text_cells(duels["left"]), text_cells(duels["right"])
+        outcome_cells = text_cells(duels[outcome])
+        skipped = pd.isna(outcome_cells)
+        if outcome == "winner":
+            y, outcome_bad = _y_from_winner(duels["winner"], outcome_cells, left_ids, right_ids)
+        else:
+            y, outcome_bad = _y_from_column(duels["y"])
     left, right = item_index.get_indexer(left_ids), item_index.get_indexer(right_ids)
-    if "duel_id" in duels.columns:
-        given_ids = text_cells(duels["duel_id"])
-    else:
-        given_ids = np.array([str(r) for r in rows], dtype=object)
-    outcome_cells = text_cells(duels[outcome])
-    if outcome == "winner":
-        y, outcome_bad = _y_from_winner(outcome_cells, left_ids, right_ids)
-    else:
-        y, outcome_bad = _y_from_column(outcome_cells)
+    has_ids = "duel_id" in duels.columns
+    given_ids = text_cells(duels["duel_id"]) if has_ids else rows.astype(str).astype(object)
 
     problems: list[DuelRowProblem] = []
-    flagged = np.zeros(len(duels), dtype=bool)
+    flagged = skipped.copy()
 
     def check(mask: np.ndarray, reason: str, column: str, detail: Callable[[int], str]) -> None:
         hits = np.flatnonzero(mask & ~flagged)
@@ -80,8 +124,9 @@ def validate_duel_rows(
         flagged[hits] = True
         problems.append(DuelRowProblem(reason, column, hits, detail(hits[0])))
 
-    for side, ids, index in (("left", left_ids, left), ("right", right_ids, right)):
-        check(pd.isna(ids), f"the {side} item id is missing", side, lambda i: "")
+    for side, ids, index in zip(side_columns, (left_ids, right_ids), (left, right), strict=True):
+        word = side if outcome != "winner/loser" else f"{side}'s"
+        check(pd.isna(ids), f"the {word} item id is missing", side, lambda i: "")
         check(
             index < 0,
             "unknown item id",
@@ -91,45 +136,43 @@ def validate_duel_rows(
     check(
         left == right,
         "an item duels itself",
-        "right",
-        lambda i: f"left and right are both {left_ids[i]!r}",
+        side_columns[1],
+        lambda i: f"{side_columns[0]} and {side_columns[1]} are both {left_ids[i]!r}",
     )
-    check(pd.isna(outcome_cells), "the outcome is missing", outcome, lambda i: "")
     if outcome == "winner":
 
         def detail(i: int) -> str:
             return (
                 f"winner {outcome_cells[i]!r} is neither the left item {left_ids[i]!r} "
-                f"nor the right item {right_ids[i]!r} (nor 'left'/'right')"
+                f"nor the right item {right_ids[i]!r} (nor 'left'/'right'/'draw'/'tie')"
             )
 
         check(outcome_bad, "the winner is not one of the two items", outcome, detail)
-    else:
+    elif outcome == "y":
         check(
             outcome_bad,
-            "y must be 1 (left won) or -1 (right won)",
+            "y must be 1 (left won), -1 (right won) or 0 (a tie)",
             outcome,
             lambda i: f"got {outcome_cells[i]!r}",
         )
-    check(pd.isna(given_ids), "the duel id is missing", "duel_id", lambda i: "")
-    seen: dict[str, int] = {}
-    duplicate = np.zeros(len(duels), dtype=bool)
-    first_of: dict[int, int] = {}
-    for position, duel_id in enumerate(given_ids.tolist()):
-        if duel_id is None or flagged[position]:
-            continue
-        if duel_id in seen:
-            duplicate[position] = True
-            first_of[position] = seen[duel_id]
-        else:
-            seen[duel_id] = position
-    check(
-        duplicate,
-        "the duel id is used by an earlier row",
-        "duel_id",
-        lambda i: f"{given_ids[i]!r} is also the id of row {rows[first_of[i]]}",
+    if has_ids:
+        check(pd.isna(given_ids), "the duel id is missing", "duel_id", lambda i: "")
+        candidates = pd.Series(np.where(flagged, None, given_ids), dtype=object)
+        duplicate = candidates.duplicated(keep="first").to_numpy() & candidates.notna().to_numpy()
+
+        def earlier(i: int) -> str:
+            first = int(np.flatnonzero(given_ids == given_ids[i])[0])
+            return f"{given_ids[i]!r} is also the id of row {rows[first]}"
+
+        check(duplicate, "the duel id is used by an earlier row", "duel_id", earlier)
+    return DuelRows(
+        left=left,
+        right=right,
+        y=y,
+        duel_ids=given_ids.astype(str),
+        skipped=skipped,
+        problems=_merge_same_reason(problems),
     )
-    return left, right, y, given_ids.astype(str), _merge_same_reason(problems)
 
 
 def _merge_same_reason(problems: list[DuelRowProblem]) -> list[DuelRowProblem]:
@@ -148,30 +191,61 @@ def _merge_same_reason(problems: list[DuelRowProblem]) -> list[DuelRowProblem]:
     return list(merged.values())
 
 
+def _lower_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's code into its distinct lower-cased texts (-1: missing)."""
+    codes, texts = text_codes(series)
+    lower = np.array([t.lower() if t is not None else "" for t in texts.tolist()], dtype=object)
+    return codes, lower
+
+
 def _y_from_winner(
-    winner: np.ndarray, left_ids: np.ndarray, right_ids: np.ndarray
+    series: pd.Series, winner: np.ndarray, left_ids: np.ndarray, right_ids: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    words = np.array([w.lower() if w is not None else None for w in winner.tolist()], dtype=object)
-    left_won = (winner == left_ids) | ((words == "left") & (winner != right_ids))
-    right_won = (winner == right_ids) | ((words == "right") & (winner != left_ids))
-    y = np.where(left_won, 1, -1).astype(np.int8)
-    return y, ~(left_won ^ right_won) & ~pd.isna(winner)
+    codes, lower = _lower_codes(series)
+    word = np.append(lower, "")[codes]  # code -1 (missing) picks ""
+    is_left, is_right = winner == left_ids, winner == right_ids
+    left_won = is_left | ((word == "left") & ~is_right)
+    right_won = is_right | ((word == "right") & ~is_left)
+    tie = np.isin(word, list(TIE_WORDS)) & ~is_left & ~is_right
+    y = np.where(left_won, 1, np.where(tie, 0, -1)).astype(np.int8)
+    decided = (left_won ^ right_won) | tie
+    return y, ~decided & ~pd.isna(winner)
 
 
-def _y_from_column(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    values = np.array([_Y_VALUES.get(c, 0) if c is not None else 0 for c in cells.tolist()])
-    return values.astype(np.int8), (values == 0) & ~pd.isna(cells)
+def _y_from_column(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    codes, texts = text_codes(series)
+    known = np.array([t in _Y_VALUES for t in texts.tolist()] + [True])
+    values = np.array([_Y_VALUES.get(t, 0) for t in texts.tolist()] + [0], dtype=np.int8)
+    return values[codes], ~known[codes]
 
 
-def raise_first_problem(problems: list[DuelRowProblem], rows: np.ndarray, file_name: str) -> None:
-    problem = min(problems, key=lambda p: rows[p.rows[0]])
+# -- reporting -------------------------------------------------------------------------
+def problem_error(problem: DuelRowProblem, rows: np.ndarray, file_name: str) -> DataValidationError:
+    """The problem as today's located message: first row, its detail, how many more."""
     detail = f": {problem.first_detail}" if problem.first_detail else ""
-    raise DataValidationError(
-        problem.reason + detail + more_rows(len(problem.rows) - 1, "have the same problem"),
+    shown = ", ".join(str(r) for r in rows[problem.rows[:_FIRST_ROWS_SHOWN]])
+    more = len(problem.rows) - 1
+    tail = ""
+    if more:
+        tail = f"{more_rows(more, 'have the same problem')}; rows {shown}"
+        tail += ", ..." if len(problem.rows) > _FIRST_ROWS_SHOWN else ""
+    return DataValidationError(
+        problem.reason + detail + tail,
         file=file_name,
         row=int(rows[problem.rows[0]]),
         column=problem.column,
     )
+
+
+def raise_problems(problems: list[DuelRowProblem], rows: np.ndarray, file_name: str) -> None:
+    """Strict mode: every kind of problem at once, ordered by first row."""
+    ordered = sorted(problems, key=lambda p: rows[p.rows[0]])
+    raise DataProblems([problem_error(p, rows, file_name) for p in ordered])
+
+
+def raise_first_problem(problems: list[DuelRowProblem], rows: np.ndarray, file_name: str) -> None:
+    problem = min(problems, key=lambda p: rows[p.rows[0]])
+    raise problem_error(problem, rows, file_name)
 
 
 def describe_problem(problem: DuelRowProblem, rows: np.ndarray) -> str:
@@ -180,6 +254,37 @@ def describe_problem(problem: DuelRowProblem, rows: np.ndarray) -> str:
         f"{len(problem.rows)} {'row' if len(problem.rows) == 1 else 'rows'}: {problem.reason} "
         f"(first: row {rows[problem.rows[0]]}, column '{problem.column}'{detail})"
     )
+
+
+def rejected_rows(
+    problems: list[DuelRowProblem],
+    skipped: np.ndarray,
+    duels: pd.DataFrame,
+    rows: np.ndarray,
+    file_name: str,
+) -> pd.DataFrame:
+    """Every row not used, with its reason, followed by the row's own cells (by row)."""
+    positions = [p.rows for p in problems] + [np.flatnonzero(skipped)]
+    reasons = [p.reason for p in problems] + ["the outcome is missing (skipped)"]
+    columns = [p.column for p in problems] + [""]
+    if not any(len(p) for p in positions):
+        return pd.DataFrame(columns=["file", "row", "line", "column", "reason"])
+    where = np.concatenate(positions)
+    kind = np.concatenate([np.full(len(p), k) for k, p in enumerate(positions)])
+    order = np.argsort(where, kind="stable")
+    where, kind = where[order], kind[order]
+    table = pd.DataFrame(
+        {
+            "file": file_name,
+            "row": rows[where],
+            "line": rows[where] + 1,
+            "column": np.asarray(columns, dtype=object)[kind],
+            "reason": np.asarray(reasons, dtype=object)[kind],
+        }
+    )
+    cells = duels.iloc[where].reset_index(drop=True)
+    cells.columns = [f"{c}" if c not in table.columns else f"{c} (cell)" for c in cells.columns]
+    return pd.concat([table, cells], axis=1)
 
 
 def more_rows(count: int, what: str) -> str:

@@ -34,8 +34,9 @@ from prefshap_core.explain.options import (
 )
 from prefshap_core.explain.shapley import (
     CoalitionSet,
+    SampledCoalitions,
     all_coalitions,
-    sample_paired_coalitions,
+    sample_stratified_coalitions,
 )
 
 __all__ = [
@@ -57,9 +58,10 @@ __all__ = [
     "LambdaSearch",
     "LocalExecutor",
     "NystromOptions",
+    "SampledCoalitions",
     "all_coalitions",
     "choose_cme_lambda",
     "cme_lambda_scores",
     "cme_options",
-    "sample_paired_coalitions",
+    "sample_stratified_coalitions",
 ]

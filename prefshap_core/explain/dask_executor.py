@@ -11,10 +11,11 @@ pool and the CME problem; never its factor cache or its pool-class caches) is
 scattered to every worker once per explainer (``broadcast``), each duel group's
 work (the duels, the coalition masks, the estimator, the boundary values) once per
 group; then one task per coalition slice. Exact runs return ``A[:, rows] v``
-(p x duels) per task; sampled runs keep each slice's values on its worker and
-return the two passes' statistics only. The client sums the partials in slice order,
-as :class:`~prefshap_core.explain.executor.LocalExecutor` does, and the slices come
-from the options alone, so the numbers equal the in-process run's.
+(p x duels) per task; sampled runs keep each slice's values on its worker between
+their two passes and return only each pass's statistics. The client sums the
+partials in slice order, as :class:`~prefshap_core.explain.executor.LocalExecutor`
+does, and the slices come from the options alone, so the numbers equal the
+in-process run's.
 
 Same numbers also needs the same floating-point path: every task runs with
 ``torch_threads`` intra-op threads (default: this process's count, which is what
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from prefshap_core.errors import PrefShapError
-from prefshap_core.explain.executor import CoalitionWork, KeptValues, Reducer
+from prefshap_core.explain.executor import CoalitionWork
 from prefshap_core.explain.games.base import Game
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -104,6 +105,7 @@ class DaskExecutor:
         self.transfer = TransferStats()
         # game -> its scattered future; a game leaves the cluster with its explainer
         self._games: weakref.WeakKeyDictionary[Game, Any] = weakref.WeakKeyDictionary()
+        self._kept: dict[str, _Kept] = {}  # first passes awaiting their second
         self._lock = threading.Lock()  # one executor may serve several explainers' threads
 
     # -- connection --------------------------------------------------------------------
@@ -139,20 +141,47 @@ class DaskExecutor:
         batches: Sequence[slice],
         on_done: Callable[[int], None] | None = None,
     ) -> list[Any]:
-        game, shell = self._scatter_work(work)
-        futures = self._submit(_reduced_values, game, shell, batches)
-        return self._collect(futures, on_done)
+        """The estimator's partials of every batch, in batch order.
 
-    def keep(
-        self,
-        work: CoalitionWork,
-        batches: Sequence[slice],
-        on_done: Callable[[int], None] | None = None,
-    ) -> KeptValues:
+        Two-pass estimators: the first pass keeps each batch's values on its worker
+        (futures the scheduler can recompute), the second (``work.phi`` set, the
+        work from ``work.second_pass``) reduces them there, so only statistics travel.
+        """
+        two_pass = getattr(work.estimator, "passes", 1) > 1
+        if two_pass and work.phi is not None:
+            kept = self._kept.pop(work.__dict__.get("_dask_kept"), None)
+            if kept is not None and kept.batches == list(batches):
+                return self._second_pass(kept, work.phi, on_done)
         game, shell = self._scatter_work(work)
-        futures = self._submit(_coalition_values, game, shell, batches)
-        self._wait(futures, on_done)
-        return _DaskValues(self, futures, list(batches))
+        if not two_pass or work.phi is not None:
+            return self._collect(self._submit(_partials, (game, shell), batches), on_done)
+        values = self._submit(_coalition_values, (game, shell), batches)
+        partials = self._submit_each(_first_partials, shell, values, batches)
+        try:
+            self._wait(values, on_done)  # progress: the values are the work
+            results = self._collect(partials, None)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.client.cancel(values, force=True)
+            raise
+        token = uuid.uuid4().hex
+        work.__dict__["_dask_kept"] = token  # work.second_pass(phi) copies it
+        self._kept[token] = _Kept(shell, values, list(batches))
+        weakref.finalize(work, self._kept.pop, token, None)  # no second pass: release
+        return results
+
+    def _second_pass(
+        self, kept: _Kept, phi: np.ndarray, on_done: Callable[[int], None] | None
+    ) -> list[Any]:
+        phi_future = self._scatter("phi", phi)
+        partials = self._submit_each(
+            _second_partials, (kept.shell, phi_future), kept.values, kept.batches
+        )
+        try:
+            return self._collect(partials, on_done)
+        finally:
+            with contextlib.suppress(Exception):
+                self.client.cancel(kept.values)  # the values are no longer needed
 
     # -- internals ---------------------------------------------------------------------
     def _scatter(self, name: str, obj: Any) -> Any:
@@ -172,16 +201,24 @@ class DaskExecutor:
         shell = dataclasses.replace(work, game=None, on_batch=None)
         return game, self._scatter("duel group", shell)
 
-    def _submit(self, fn: Callable, *args: Any) -> list[Any]:
-        *inputs, batches = args
+    def _submit(self, fn: Callable, inputs: tuple[Any, ...], batches: Sequence[slice]) -> list[Any]:
+        return self._submit_each(fn, inputs, [None] * len(batches), batches)
+
+    def _submit_each(
+        self, fn: Callable, inputs: Any, per_batch: Sequence[Any], batches: Sequence[slice]
+    ) -> list[Any]:
+        """One task per batch: ``fn(*inputs, [per_batch[k],] batches[k], threads)``."""
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
         call = uuid.uuid4().hex[:12]
         name = fn.__name__.strip("_").replace("_", "-")
-        futures = [
-            self.client.submit(
-                fn, *inputs, rows, self.torch_threads, key=f"prefshap-{name}-{call}-{k}", pure=False
+        futures = []
+        for k, (extra, rows) in enumerate(zip(per_batch, batches, strict=True)):
+            args = (*inputs, rows) if extra is None else (*inputs, extra, rows)
+            futures.append(
+                self.client.submit(
+                    fn, *args, self.torch_threads, key=f"prefshap-{name}-{call}-{k}", pure=False
+                )
             )
-            for k, rows in enumerate(batches)
-        ]
         self.transfer.tasks += len(futures)
         return futures
 
@@ -220,35 +257,13 @@ class DaskExecutor:
         return list(results)
 
 
-class _DaskValues:
-    """Each batch's coalition values, held on the worker that computed them."""
+@dataclass
+class _Kept:
+    """A first pass's values, held on the workers that computed them."""
 
-    def __init__(self, executor: DaskExecutor, futures: list[Any], batches: list[slice]) -> None:
-        self._executor, self._futures, self._batches = executor, futures, batches
-
-    def reduce(self, reducer: Reducer) -> list[Any]:
-        ex = self._executor
-        scattered = ex._scatter("reducer", reducer)
-        call = uuid.uuid4().hex[:12]
-        futures = [
-            ex.client.submit(
-                _reduce,
-                scattered,
-                values,
-                rows,
-                ex.torch_threads,
-                key=f"prefshap-reduce-{call}-{k}",
-                pure=False,
-            )
-            for k, (values, rows) in enumerate(zip(self._futures, self._batches, strict=True))
-        ]
-        ex.transfer.tasks += len(futures)
-        return ex._collect(futures, None)
-
-    def release(self) -> None:
-        with contextlib.suppress(Exception):
-            self._executor.client.cancel(self._futures)
-        self._futures = []
+    shell: Any  # the duel group's scattered work
+    values: list[Any]  # one future per batch
+    batches: list[slice]
 
 
 # -- on the workers --------------------------------------------------------------------
@@ -261,17 +276,25 @@ def _use_threads(n: int) -> None:
 
 def _coalition_values(game: Game, work: CoalitionWork, rows: slice, threads: int) -> np.ndarray:
     _use_threads(threads)
-    return work.values(rows, game)  # ``work`` is this worker's copy: it keeps the bound game
+    return work.evaluate(rows, game)  # ``work`` is this worker's copy: it keeps the bound game
 
 
-def _reduced_values(game: Game, work: CoalitionWork, rows: slice, threads: int) -> Any:
+def _partials(game: Game, work: CoalitionWork, rows: slice, threads: int) -> Any:
     _use_threads(threads)
-    return work.estimator.partial(work.values(rows, game), rows)
+    values = work.evaluate(rows, game)
+    return work.estimator.partial(values, rows, work.v_empty, work.v_full, work.phi)
 
 
-def _reduce(reducer: Reducer, values: np.ndarray, rows: slice, threads: int) -> Any:
+def _first_partials(work: CoalitionWork, values: np.ndarray, rows: slice, threads: int) -> Any:
     _use_threads(threads)
-    return reducer(values, rows)
+    return work.estimator.partial(values, rows, work.v_empty, work.v_full, None)
+
+
+def _second_partials(
+    work: CoalitionWork, phi: np.ndarray, values: np.ndarray, rows: slice, threads: int
+) -> Any:
+    _use_threads(threads)
+    return work.estimator.partial(values, rows, work.v_empty, work.v_full, phi)
 
 
 # -- helpers ---------------------------------------------------------------------------

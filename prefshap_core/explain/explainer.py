@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme.backends import CMEBackend, make_backend
@@ -41,7 +42,6 @@ from prefshap_core.explain.executor import (
     LocalExecutor,
     coalition_slices,
     default_task_coalitions,
-    run_estimator,
 )
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.games.base import Game
@@ -52,9 +52,11 @@ from prefshap_core.explain.player_data import context_columns, player_difference
 from prefshap_core.explain.shapley import (
     CoalitionSet,
     ExactShapley,
-    KernelShapley,
+    SampledCoalitions,
+    SampledShapley,
     all_coalitions,
     choose_coalitions,
+    coalition_count,
 )
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
@@ -79,10 +81,12 @@ class CoalitionTable:
 class _ValueTable:
     """An 'estimator' that keeps the coalition values themselves."""
 
-    def partial(self, values: np.ndarray, rows: slice) -> np.ndarray:
+    passes = 1
+
+    def partial(self, values: np.ndarray, rows: slice, *_: Any) -> np.ndarray:
         return np.asarray(values, dtype=np.float64)
 
-    def finish(self, partials: list[np.ndarray], *_: np.ndarray) -> np.ndarray:
+    def finish(self, partials: list[np.ndarray], *_: Any) -> np.ndarray:
         return np.vstack(partials)
 
 
@@ -175,12 +179,18 @@ class Explainer:
         contexts = self._check_contexts(contexts, n)
         canon = canonical_duels(left_side.rows, right_side.rows, contexts)
         game = self._ensure_game(canon)
-        coalitions = choose_coalitions(
-            game.space.n_groups, options.exact_limit(), options.n_samples, options.seed
-        )
-        estimator = ExactShapley(coalitions) if coalitions.exact else KernelShapley(coalitions)
-        stage = f"explaining {options.what} features"
-        base_u, outputs_u, (phi_u, se_u) = self._run(canon, coalitions, estimator, progress, stage)
+        p = game.space.n_groups
+        need = self._memory_need(n, coalition_count(p, options.exact_limit(), options.n_samples))
+        with budget.reserve(need, f"Explaining {n:,} duels", budget.EXPLAIN_REDUCE):
+            coalitions = choose_coalitions(
+                p, options.exact_limit(), options.n_samples, options.seed
+            )
+            exact = isinstance(coalitions, CoalitionSet)
+            estimator = ExactShapley(coalitions) if exact else SampledShapley(coalitions)
+            stage = f"explaining {options.what} features"
+            base_u, outputs_u, (phi_u, se_u) = self._run(
+                canon, coalitions, estimator, progress, stage
+            )
         sign = canon.sign
         values = phi_u[canon.inverse] * sign[:, None]
         space = game.space
@@ -231,10 +241,13 @@ class Explainer:
         contexts = self._check_contexts(contexts, len(left_side.rows))
         canon = canonical_duels(left_side.rows, right_side.rows, contexts)
         game = self._ensure_game(canon)
-        coalitions = all_coalitions(game.space.n_groups)
-        *_, table = self._run(
-            canon, coalitions, _ValueTable(), ensure_progress(progress), "coalition values"
-        )
+        p = game.space.n_groups
+        n = len(left_side.rows)
+        with budget.reserve(self._memory_need(n, 2**p), "Coalition values", budget.EXPLAIN_REDUCE):
+            coalitions = all_coalitions(p)
+            *_, table = self._run(
+                canon, coalitions, _ValueTable(), ensure_progress(progress), "coalition values"
+            )
         values = table[:, canon.inverse] * canon.sign[None, :]
         return CoalitionTable(coalitions.masks, values, tuple(game.space.group_names))
 
@@ -257,6 +270,18 @@ class Explainer:
             )
         return contexts
 
+    def _memory_need(self, n_duels: int, n_coalitions: int) -> int:
+        """Peak bytes of explaining ``n_duels`` duels (checked before allocating)."""
+        assert self._game is not None and self._backend is not None
+        problem = self._game.problem
+        n_features = self.function.item_space.n_features + (
+            0 if self.function.context_space is None else self.function.context_space.n_features
+        )
+        cme = self._backend.workspace_bytes(len(problem.pool), len(problem.centres), n_coalitions)
+        return budget.explain_bytes(
+            n_duels, self._game.space.n_groups, n_coalitions, cme, n_features
+        )
+
     def _ensure_game(self, canon: CanonicalDuels) -> Game:
         if self._game is not None:
             return self._game
@@ -278,12 +303,11 @@ class Explainer:
             assert canon.batch.contexts is not None
             n_queries = len(canon.batch.contexts)
         p = game.space.n_groups
-        coalitions = choose_coalitions(p, options.exact_limit(), options.n_samples, options.seed)
         self._backend = make_backend(
             options.cme,
             game.problem,
             n_queries,
-            coalitions.n_coalitions,
+            coalition_count(p, options.exact_limit(), options.n_samples),
             self.compute,
             options.factor_cache_bytes,
         )
@@ -294,7 +318,7 @@ class Explainer:
     def _run(
         self,
         canon: CanonicalDuels,
-        coalitions: CoalitionSet,
+        coalitions: CoalitionSet | SampledCoalitions,
         estimator: Any,
         progress: Progress,
         stage: str,
@@ -335,17 +359,24 @@ class Explainer:
                 coalition_batch=batch_size,
                 on_batch=on_batch,
             )
-            results.append(run_estimator(executor, work, slices, on_done))
+            partials = executor.map(work, slices, on_done)
+            phi = None
+            if getattr(estimator, "passes", 1) == 2:  # sampled: the errors need phi
+                phi = estimator.solve_partials(partials, v_empty[rows], v_full[rows])
+                partials = executor.map(work.second_pass(phi), slices)
+            results.append(estimator.finish(partials, v_empty[rows], v_full[rows], phi))
         return v_empty, v_full, _concatenate(results)
 
-    def _meta(self, coalitions: CoalitionSet, start: float, n_unique: int) -> dict[str, Any]:
+    def _meta(
+        self, coalitions: CoalitionSet | SampledCoalitions, start: float, n_unique: int
+    ) -> dict[str, Any]:
         options, compute = self.options, self.compute
         timings = {} if self.stats is None else {"seconds_by_part": dict(self.stats.seconds)}
         game = self._game
         assert game is not None and self._backend is not None
         return {
             **timings,
-            "shapley": "exact" if coalitions.exact else "sampled",
+            "shapley": "exact" if isinstance(coalitions, CoalitionSet) else "sampled",
             "n_players": coalitions.n_players,
             "n_coalitions": coalitions.n_coalitions,
             "seconds": time.perf_counter() - start,

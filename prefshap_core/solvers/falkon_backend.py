@@ -14,6 +14,8 @@ report its CG iteration count, so ``iterations`` is the cap; no step callback.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -127,7 +129,8 @@ def fit_squared(
         maxiter=options.max_cg_iterations,
         options=fopt,
     )
-    model.fit(x, y_t)
+    with contextlib.redirect_stdout(sys.stderr):  # falkon prints progress on stdout
+        model.fit(x, y_t)
     return _result(op, model.alpha_, options.max_cg_iterations, options, start)
 
 
@@ -151,6 +154,10 @@ def fit_logistic(
         raise ValueError("the falkon backend has no step callback and no warm start")
     if op.centre_positions is None:
         raise ValueError("LogisticFalkon needs the centres' labels: give centres as positions")
+    if bool((torch.as_tensor(np.asarray(y) if not torch.is_tensor(y) else y) == 0).any()):
+        raise ValueError(
+            "the falkon package's logistic loss takes no ties (y = 0): use the torch backend"
+        )
     schedule = _schedule(penalties, cg_iterations, options)
     ensure_progress(progress).update("falkon: logistic loss", 0.0)
     falkon, kernel, fopt, selector, x, y_t = _setup(op, y, options)
@@ -163,7 +170,8 @@ def fit_logistic(
         center_selection=selector,
         options=fopt,
     )
-    model.fit(x, y_t)
+    with contextlib.redirect_stdout(sys.stderr):  # falkon prints progress on stdout
+        model.fit(x, y_t)
     return _result(op, model.alpha_, sum(i for _, i in schedule), options, start)
 
 

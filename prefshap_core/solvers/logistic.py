@@ -40,8 +40,14 @@ _MAX_HALVINGS = 40
 
 
 def logistic_loss(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
-    """Mean ``log(1 + exp(-y f))``, without overflow."""
-    return torch.logaddexp(torch.zeros_like(f), -y * f).mean()
+    """Mean ``log(1 + exp(-y f))``, without overflow; a tie (``y = 0``) is two half duels.
+
+    With ``p = (1 + y) / 2`` each row costs ``p log(1 + e^-f) + (1 - p) log(1 + e^f)``:
+    for ``y = +-1`` that is ``log(1 + exp(-y f))``, for a tie half a win each way.
+    """
+    zero = torch.zeros_like(f)
+    p = 0.5 * (1.0 + y)
+    return (p * torch.logaddexp(zero, -f) + (1.0 - p) * torch.logaddexp(zero, f)).mean()
 
 
 def logistic_objective(
@@ -88,7 +94,7 @@ def fit_logistic(
     default ``options.max_cg_iterations``), stopping early at ``options.cg_tolerance``.
     ``callback(step, penalty, alpha)`` runs after every Newton step (0-based, refinement
     steps included) with a copy of ``alpha``, e.g. to score a validation set along the
-    path. ``warm_start``: an initial ``alpha``. ``y`` in {-1, +1}.
+    path. ``warm_start``: an initial ``alpha``. ``y`` in {-1, 0, +1} (0: a tie).
     """
     start = time.perf_counter()
     options = options or SolverOptions()
@@ -117,10 +123,12 @@ def fit_logistic(
     for index, (penalty, max_it) in enumerate(schedule):
         stage = f"Newton step {index + 1}/{len(schedule)} (penalty {penalty:.2g})"
         progress.update(stage, index / len(schedule))
-        margin_sigmoid = torch.sigmoid(-y_t * f)  # sigma(-y f)
-        curvature = y_t * y_t * margin_sigmoid * (1.0 - margin_sigmoid)
+        # d loss / d f = sigma(f) - p with p = (1 + y) / 2 (= -y sigma(-y f) for y = +-1);
+        # the curvature sigma(f) sigma(-f) does not depend on y, so ties (y = 0) fit too.
+        left_probability = torch.sigmoid(f)
+        curvature = left_probability * (1.0 - left_probability)
         k_alpha = k_reg @ alpha
-        gradient = op.tmm(-y_t * margin_sigmoid) / n + penalty * k_alpha
+        gradient = op.tmm(left_probability - 0.5 * (1.0 + y_t)) / n + penalty * k_alpha
         check_finite(gradient, f"the gradient at Newton step {index + 1}")
 
         weights = _centre_weights(op, curvature, options)

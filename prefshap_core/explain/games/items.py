@@ -32,6 +32,7 @@ from prefshap_core.explain.cme.base import (
 )
 from prefshap_core.explain.games.base import DuelBatch, OnBatch
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.progress import checkpoint
 
 # Elements per temporary (duels x centres) in the per-duel contraction.
 _CHUNK_ELEMENTS = 1 << 22
@@ -153,6 +154,7 @@ class _BoundItemGame:
         # Kept on the device until the end: one transfer, no sync per coalition.
         out = torch.empty((len(masks), len(self.left)), dtype=torch.float64, device=c.torch_device)
         for start in range(0, len(masks), coalition_batch):
+            checkpoint()  # a cancel stops between coalition batches
             chunk = masks[start : start + coalition_batch]
             for k, (gamma, query_column) in enumerate(game.embedding.gammas(chunk, self.universe)):
                 a, b = c.index(query_column[self.left]), c.index(query_column[self.right])
@@ -161,3 +163,24 @@ class _BoundItemGame:
             if on_batch is not None:
                 on_batch(min(1.0, (start + len(chunk)) / max(1, len(masks))))
         return out.cpu().numpy()
+
+
+def item_coalition_values(
+    fn: PreferenceFunction,
+    masks: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    compute: Compute | None = None,
+) -> np.ndarray:
+    """(K, D) ``v(S)`` of proper coalitions ``masks`` for duels of pool rows, exact Cholesky.
+
+    The game alone, for tests and benchmarks that build their own Shapley estimates.
+    """
+    from prefshap_core.explain.cme.backends import make_backend
+    from prefshap_core.explain.options import CholeskyOptions
+
+    compute = compute or Compute()
+    game = ItemGame(fn, compute, fn.cme_lambda)
+    game.use(make_backend(CholeskyOptions(), game.problem, len(fn.items), len(masks), compute, 0))
+    batch = DuelBatch(np.asarray(fn.items), np.asarray(left), np.asarray(right))
+    return game.bind(batch).values(np.asarray(masks, dtype=bool), coalition_batch=1)

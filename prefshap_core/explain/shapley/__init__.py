@@ -10,17 +10,23 @@ from prefshap_core.explain.shapley.coalitions import (
     CoalitionSet,
     all_coalitions,
     choose_coalitions,
-    sample_paired_coalitions,
+    coalition_count,
 )
 from prefshap_core.explain.shapley.exact import ExactShapley, exact_shapley_matrix
-from prefshap_core.explain.shapley.sampled import KernelShapley
+from prefshap_core.explain.shapley.sampled import (
+    SampledCoalitions,
+    SampledShapley,
+    sample_stratified_coalitions,
+)
 
 __all__ = [
     "CoalitionSet",
     "ExactShapley",
-    "KernelShapley",
+    "SampledCoalitions",
+    "SampledShapley",
     "all_coalitions",
     "choose_coalitions",
+    "coalition_count",
     "exact_shapley_matrix",
-    "sample_paired_coalitions",
+    "sample_stratified_coalitions",
 ]

@@ -44,12 +44,26 @@ class ExactShapley:
         phi = (self._matrix @ values).T
         return phi, np.zeros_like(phi)
 
-    def partial(self, values: np.ndarray, rows: slice) -> np.ndarray:
+    # -- the estimator interface of the explainer (executor seam) ---------------------
+    passes = 1
+
+    def partial(
+        self,
+        values: np.ndarray,
+        rows: slice,
+        v_empty: np.ndarray,
+        v_full: np.ndarray,
+        phi: np.ndarray | None = None,
+    ) -> np.ndarray:
         """(p, D) contribution of the coalitions ``rows`` (values (rows, D))."""
         return self._matrix[:, rows] @ np.asarray(values, dtype=np.float64)
 
     def finish(
-        self, partials: list[np.ndarray], v_empty: np.ndarray, v_full: np.ndarray
+        self,
+        partials: list[np.ndarray],
+        v_empty: np.ndarray,
+        v_full: np.ndarray,
+        phi: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """phi (D, p) from the partials of a partition, summed in order; zero errors."""
         total = partials[0]
