@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from prefshap_core.solvers.operator import dense_operator
 
 from prefshap_core.data import build_duel_data, load_directory, read_any, read_table
 from prefshap_core.errors import DataProblems, DataValidationError
+from prefshap_core.kernels.operator import dense_operator
 from prefshap_core.metrics import classification_metrics, log_loss, roc_auc
 from prefshap_core.solvers import SolverOptions, fit_logistic
 from prefshap_core.solvers.logistic import logistic_loss
