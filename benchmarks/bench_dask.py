@@ -168,8 +168,12 @@ def main() -> None:
             seconds = time.perf_counter() - start
             same = bool(
                 np.array_equal(here.values, there.values)
-                and np.array_equal(here.standard_errors, there.standard_errors)
+                and np.array_equal(here.standard_errors, there.standard_errors, equal_nan=True)
             )
+            if not same:
+                d_phi = np.abs(here.values - there.values).max()
+                d_se = np.nanmax(np.abs(here.standard_errors - there.standard_errors))
+                print(f"  {n_workers} workers: max |dphi| {d_phi:.3g}, max |dse| {d_se:.3g}")
             tr = executor.transfer
             rows.append(
                 (f"dask, {n_workers} worker{'s' * (n_workers > 1)}", seconds,

@@ -17,9 +17,10 @@ partials in slice order, as :class:`~prefshap_core.explain.executor.LocalExecuto
 does, and the slices come from the options alone, so the numbers equal the
 in-process run's.
 
-Same numbers also needs the same floating-point path: every task runs with
-``torch_threads`` intra-op threads (default: this process's count, which is what
-the in-process run uses), on workers with the same CPU kind and library builds.
+Same numbers also needs the same floating-point path: every task runs with this
+process's torch intra-op threads and numpy BLAS threads (what the in-process run uses;
+a Dask worker starts with 1 of each, and OpenBLAS results move in the last bit with
+its thread count), on workers with the same CPU kind and library builds.
 A worker that dies mid-run loses nothing: the scheduler reruns its tasks elsewhere
 from the scattered inputs (replicated on every worker). Progress is reported as
 tasks finish; a cancelled :class:`~prefshap_core.progress.Progress` cancels the
@@ -75,8 +76,9 @@ class DaskExecutor:
     ``client_or_address``: a ``distributed.Client`` (kept open: the caller owns it) or a
     scheduler address such as ``"tcp://host:8786"`` (connected on first use, within
     ``connect_timeout`` seconds, else :class:`SchedulerUnreachableError`).
-    ``torch_threads``: intra-op threads of every task (``None``: this process's
-    ``torch.get_num_threads()``, so results equal an in-process run here).
+    ``torch_threads`` / ``blas_threads``: torch intra-op and numpy BLAS threads of
+    every task (``None``: this process's counts, so results equal an in-process run
+    here).
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class DaskExecutor:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         *,
         torch_threads: int | None = None,
+        blas_threads: int | None = None,
     ) -> None:
         if isinstance(client_or_address, str):
             self.address: str = client_or_address
@@ -102,6 +105,7 @@ class DaskExecutor:
 
             torch_threads = torch.get_num_threads()
         self.torch_threads = int(torch_threads)
+        self.blas_threads = _blas_threads() if blas_threads is None else int(blas_threads)
         self.transfer = TransferStats()
         # game -> its scattered future; a game leaves the cluster with its explainer
         self._games: weakref.WeakKeyDictionary[Game, Any] = weakref.WeakKeyDictionary()
@@ -201,6 +205,10 @@ class DaskExecutor:
         shell = dataclasses.replace(work, game=None, on_batch=None)
         return game, self._scatter("duel group", shell)
 
+    @property
+    def _threads(self) -> tuple[int, int | None]:
+        return self.torch_threads, self.blas_threads
+
     def _submit(self, fn: Callable, inputs: tuple[Any, ...], batches: Sequence[slice]) -> list[Any]:
         return self._submit_each(fn, inputs, [None] * len(batches), batches)
 
@@ -216,7 +224,7 @@ class DaskExecutor:
             args = (*inputs, rows) if extra is None else (*inputs, extra, rows)
             futures.append(
                 self.client.submit(
-                    fn, *args, self.torch_threads, key=f"prefshap-{name}-{call}-{k}", pure=False
+                    fn, *args, self._threads, key=f"prefshap-{name}-{call}-{k}", pure=False
                 )
             )
         self.transfer.tasks += len(futures)
@@ -267,31 +275,49 @@ class _Kept:
 
 
 # -- on the workers --------------------------------------------------------------------
-def _use_threads(n: int) -> None:
+Threads = tuple[int, "int | None"]  # torch intra-op, numpy BLAS (None: leave it)
+
+
+def _use_threads(threads: Threads) -> None:
     import torch
 
-    if torch.get_num_threads() != n:
-        torch.set_num_threads(n)
+    torch_threads, blas = threads
+    if torch.get_num_threads() != torch_threads:
+        torch.set_num_threads(torch_threads)
+    if blas is not None and _blas_threads() != blas:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(blas, user_api="blas")  # kept for this worker's later tasks
 
 
-def _coalition_values(game: Game, work: CoalitionWork, rows: slice, threads: int) -> np.ndarray:
+def _blas_threads() -> int | None:
+    """numpy's BLAS threads in this process (None without threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - pinned in requirements.txt
+        return None
+    counts = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    return max(counts) if counts else None
+
+
+def _coalition_values(game: Game, work: CoalitionWork, rows: slice, threads: Threads) -> np.ndarray:
     _use_threads(threads)
     return work.evaluate(rows, game)  # ``work`` is this worker's copy: it keeps the bound game
 
 
-def _partials(game: Game, work: CoalitionWork, rows: slice, threads: int) -> Any:
+def _partials(game: Game, work: CoalitionWork, rows: slice, threads: Threads) -> Any:
     _use_threads(threads)
     values = work.evaluate(rows, game)
     return work.estimator.partial(values, rows, work.v_empty, work.v_full, work.phi)
 
 
-def _first_partials(work: CoalitionWork, values: np.ndarray, rows: slice, threads: int) -> Any:
+def _first_partials(work: CoalitionWork, values: np.ndarray, rows: slice, threads: Threads) -> Any:
     _use_threads(threads)
     return work.estimator.partial(values, rows, work.v_empty, work.v_full, None)
 
 
 def _second_partials(
-    work: CoalitionWork, phi: np.ndarray, values: np.ndarray, rows: slice, threads: int
+    work: CoalitionWork, phi: np.ndarray, values: np.ndarray, rows: slice, threads: Threads
 ) -> Any:
     _use_threads(threads)
     return work.estimator.partial(values, rows, work.v_empty, work.v_full, phi)
