@@ -16,7 +16,7 @@ Cost model, calibrated on these runs, for W workers each on its own cores:
 
 ``T_client``: the client's own work (boundary values, sampling, the estimator's
 solve), measured in-process as total minus batch time; ``t_batch``: each batch's
-compute, measured in-process batch by batch, and ``LPT_W`` the finish time of the
+compute on a worker (the 1-worker run's task stream), and ``LPT_W`` the finish time of the
 longest-first schedule of those batches on W workers (batches differ: a large
 coalition has more pool classes); ``S``: bytes scattered to each worker
 (the game once, each duel group once, the reducers), ``R``: bytes returned (statistics);
@@ -37,6 +37,10 @@ import os
 import sys
 import time
 from pathlib import Path
+
+# Idle OpenMP threads spin by default, fighting OpenBLAS's for the 2 shared cores (a
+# 3-8x slowdown here); workers inherit the setting.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import torch
@@ -140,7 +144,8 @@ def main() -> None:
     print(
         f"website case: {args.items} items, 93 columns in 10 groups, {args.centres} centres, "
         f"{args.duels} duels, {args.samples} sampled coalitions; torch threads {threads}; "
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+        f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}"
     )
     timed = TimedLocalExecutor()
     start = time.perf_counter()
@@ -163,9 +168,27 @@ def main() -> None:
         try:
             executor.client.wait_for_workers(n_workers)
             executor.client.run(lambda: __import__("prefshap_core.explain"))  # warm imports
+            from distributed import get_task_stream
+
             start = time.perf_counter()
-            there = Explainer(fn, ExplainOptions(executor=executor, **base))(left, right)
+            with get_task_stream(executor.client) as stream:
+                there = Explainer(fn, ExplainOptions(executor=executor, **base))(left, right)
             seconds = time.perf_counter() - start
+            worker_s = {"compute": 0.0, "transfer": 0.0, "deserialize": 0.0}
+            value_tasks, reduce_s = [], 0.0
+            for task in stream.data:
+                for part in task.get("startstops", ()):
+                    if part["action"] in worker_s:
+                        worker_s[part["action"]] += part["stop"] - part["start"]
+                    if part["action"] == "compute":
+                        if "coalition-values" in str(task["key"]):
+                            value_tasks.append(part["stop"] - part["start"])
+                        else:
+                            reduce_s += part["stop"] - part["start"]
+            print(
+                f"  {n_workers} worker(s), seconds summed over tasks on the workers: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in worker_s.items())
+            )
             same = bool(
                 np.array_equal(here.values, there.values)
                 and np.array_equal(here.standard_errors, there.standard_errors, equal_nan=True)
@@ -186,6 +209,8 @@ def main() -> None:
                     "R": tr.returned_bytes,
                     "dask_tasks": tr.tasks,
                     "t_byte": seconds_per_byte(executor.client),
+                    "worker_batches": np.array(value_tasks),
+                    "worker_reduce": reduce_s,
                 }
         finally:
             close_local_cluster(cluster, executor)
@@ -203,11 +228,18 @@ def main() -> None:
         return
     c = calibration
     moved = c["S"] + c["R"]
-    unexplained = c["seconds"] - t_client - t_batch.sum() - moved * c["t_byte"]
+    # Compute per batch as a worker runs it (the 1-worker run's task stream): workers
+    # measured slower per batch than this process here (cause not isolated), and a
+    # cluster's batches run on workers.
+    t_batch = c["worker_batches"] if len(c["worker_batches"]) else t_batch
+    t_client -= c["worker_reduce"] if len(c["worker_batches"]) else 0.0  # moved to workers
+    t_client = max(0.0, t_client)
+    unexplained = c["seconds"] - t_client - t_batch.sum() - c["worker_reduce"] - moved * c["t_byte"]
     t_task = max(0.0, unexplained) / max(1, c["dask_tasks"])
     print(
         f"\ncalibration: t_batch {t_batch.min():.2f} .. {t_batch.max():.2f} s "
-        f"(sum {t_batch.sum():.1f} s over {len(t_batch)} batches, in-process), "
+        f"(sum {t_batch.sum():.1f} s over {len(t_batch)} batches, on the worker), "
+        f"reductions {c['worker_reduce']:.1f} s, "
         f"T_client {t_client:.2f} s, t_byte {c['t_byte'] * 1e9:.2f} ns/byte "
         f"({1e-9 / c['t_byte']:.2f} GB/s); the 1-worker run left {unexplained:+.1f} s "
         f"unexplained -> t_task {t_task * 1e3:.0f} ms ({c['dask_tasks']} Dask tasks "
@@ -219,6 +251,7 @@ def main() -> None:
     for w in (1, 2, 8, 32, 128):
         compute = longest_first(t_batch, w)
         transfer = (w * c["S"] + c["R"]) * c["t_byte"]
+        compute += c["worker_reduce"] / min(w, tasks)
         total = t_client + compute + transfer + tasks * per_dask_task * t_task
         print(
             f"{w:>8}{math.ceil(tasks / w):>16}{compute:>11.1f}{transfer:>12.2f}"

@@ -14,6 +14,7 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
+import torch
 from distributed import Client, LocalCluster
 
 from prefshap_core.errors import CancelledError
@@ -21,6 +22,7 @@ from prefshap_core.explain import Explainer, ExplainOptions, LocalExecutor
 from prefshap_core.explain.dask_executor import (
     DaskExecutor,
     SchedulerUnreachableError,
+    _blas_threads,
 )
 from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.progress import Progress
@@ -124,6 +126,12 @@ def test_default_partition_is_the_same_for_every_executor(client) -> None:
     there = explain(fn, ExplainOptions(executor=executor), left, right)
     assert executor.transfer.tasks > 1
     assert_same(here, there)
+    # Workers start with 1 BLAS thread; tasks run with this process's counts (the last
+    # bit of large OpenBLAS products depends on it).
+    expected = (torch.get_num_threads(), _blas_threads())
+    assert (executor.torch_threads, executor.blas_threads) == expected
+    on_workers = client.run(lambda: (__import__("torch").get_num_threads(), _blas_threads()))
+    assert expected in set(on_workers.values())  # a worker that ran none keeps Dask's 1
 
 
 def test_game_travels_without_its_caches() -> None:
