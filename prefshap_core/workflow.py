@@ -36,6 +36,9 @@ class TrainSettings:
     n_centres: int = 2000
     lengthscales: tuple[float, ...] | None = None  # one per item column (model space)
     lengthscale_scale: float | None = None
+    lengthscale_scales: tuple[float, ...] | None = None  # the scales to search (else automatic)
+    utility_weight: float | None = None  # GPM / C-GPM sum kernel weight (0: plain GPM)
+    utility_weights: tuple[float, ...] | None = None  # the weights to search (else automatic)
     context_lengthscales: tuple[float, ...] | None = None  # one per context column
     penalty: float | None = None
     loss: str = "logistic"
@@ -47,8 +50,12 @@ class TrainSettings:
     baseline: bool = True  # also fit a UPM on the same split, for comparison
 
     def model(self, kind: str | None = None) -> PreferenceModel:
+        grid = {} if self.utility_weights is None else {"utility_weights": self.utility_weights}
         return make_model(
             kind or self.kind,
+            **grid,
+            lengthscale_scales=self.lengthscale_scales,
+            utility_weight=None if (kind or self.kind) == "upm" else self.utility_weight,
             n_centres=self.n_centres,
             lengthscales=None if self.lengthscales is None else np.asarray(self.lengthscales),
             lengthscale_scale=self.lengthscale_scale,
@@ -93,6 +100,7 @@ class TrainingResult:
             "specr_items": self.rankability_items,
             "lengthscale_scale": meta.get("lengthscale_scale"),
             "penalty": meta.get("penalty"),
+            "utility_weight": meta.get("utility_weight"),
             "n_centres": len(self.function.alpha),
             "seconds": self.seconds,
         }
