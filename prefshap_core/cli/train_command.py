@@ -117,7 +117,7 @@ def _floats(text: str) -> tuple[float, ...]:
             f"expected comma-separated numbers, got {text!r}"
         ) from None
     if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError("lengthscales and scales must be positive")
+        raise argparse.ArgumentTypeError("lengthscales must be positive")
     return values
 
 
