@@ -260,6 +260,14 @@ class PairKernel:
         second = self._with_terms(0.0, 1.0)
         return first, second
 
+    def with_utility_weight(self, utility_weight: float) -> PairKernel:
+        """The same kernel with another utility weight (gpm, cgpm)."""
+        if self.kind == "upm":
+            raise ValueError("a upm kernel has no utility weight (it is all utility)")
+        if not (np.isfinite(utility_weight) and utility_weight >= 0):
+            raise ValueError(f"utility_weight must be a finite number >= 0, got {utility_weight}")
+        return self._with_terms(1.0, float(utility_weight))
+
     def _with_terms(self, gpm_weight: float, utility_weight: float) -> PairKernel:
         clone = object.__new__(PairKernel)
         clone.__dict__.update(self.__dict__)

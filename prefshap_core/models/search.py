@@ -37,7 +37,7 @@ from prefshap_core.models.hyperparameters import (
 )
 from prefshap_core.progress import Progress
 from prefshap_core.solvers import SolverOptions, fit_logistic, fit_squared
-from prefshap_core.solvers.operator import SumOperator
+from prefshap_core.solvers.operator import BlockedKernelOperator, SumOperator, dense_operator
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,10 @@ class PathFitter:
         """``weight -> (K_nM operator, validation block)`` for one lengthscale scale.
 
         One weight (or the falkon backend, which needs a single kernel): the sum
-        kernel itself, one cached K_nM. Several: each term's K_nM built once,
-        combined per weight by a SumOperator (at weight 0 exactly the plain GPM).
+        kernel itself, one cached K_nM. Several: each term's K_nM is built once; per
+        weight, the cached terms are added into one matrix (one pass per product,
+        like the plain GPM's), else (too large to cache) summed by a SumOperator.
+        Weight 0 is the first term's own operator: exactly the plain GPM.
         """
         kwargs = self.solver.operator_kwargs()
 
@@ -141,20 +143,32 @@ class PathFitter:
         if self.kind == "upm" or len(weights) == 1 or self.backend == "falkon":
 
             def single(weight: float):
-                k = kernel if self.kind == "upm" else kernel._with_terms(1.0, weight)
+                k = kernel if self.kind == "upm" else kernel.with_utility_weight(weight)
                 return k.operator(train_index, centres, **kwargs), val_block(k)
 
             return single
         first, second = kernel.parts()
         op_first = first.operator(train_index, centres, **kwargs)
-        op_second = second.operator(train_index, centres, **kwargs)
         val_first, val_second = val_block(first), val_block(second)
+        cacheable = (
+            isinstance(op_first, BlockedKernelOperator)
+            and op_first.cache is not None
+            and op_first.cache_dtype == op_first.dtype
+        )
+        if cacheable:
+            second_matrix = second.matrix(train_index, centre_index)
+        else:
+            op_second = second.operator(train_index, centres, **kwargs)
 
         def combined(weight: float):
-            k_val = val_first
-            if val_first is not None and val_second is not None and weight != 0:
-                k_val = val_first + weight * val_second
-            return SumOperator(op_first, op_second, weight), k_val
+            if weight == 0:
+                return op_first, val_first
+            k_val = None if val_first is None else val_first + weight * val_second
+            if not cacheable:
+                return SumOperator(op_first, op_second, weight), k_val
+            assert isinstance(op_first, BlockedKernelOperator) and op_first.cache is not None
+            matrix = op_first.cache + weight * second_matrix
+            return dense_operator(matrix, op_first.centre_positions), k_val
 
         return combined
 

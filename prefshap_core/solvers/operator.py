@@ -311,7 +311,8 @@ class SumOperator(KernelOperator):
 
 
 def dense_operator(matrix: torch.Tensor, centre_positions: torch.Tensor | None = None):
-    """An operator over an explicit matrix (tests, references); K_MM from the positions."""
+    """An operator over an explicit matrix (tests, references, summed kernel terms of the
+    hyperparameter search); K_MM from the positions."""
 
     def centre_gram() -> torch.Tensor:
         if centre_positions is None:
