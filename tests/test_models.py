@@ -10,10 +10,11 @@ from prefshap_core.data.duel_data import split_duels
 from prefshap_core.datasets.synthetic import synthetic_clusters
 from prefshap_core.errors import DataValidationError, NotFittedError
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
-from prefshap_core.metrics import roc_auc
+from prefshap_core.metrics import log_loss, roc_auc
 from prefshap_core.models.estimators import CGPM, GPM, UPM
-from prefshap_core.models.hyperparameters import SCALE_FACTORS, UTILITY_WEIGHTS
+from prefshap_core.models.hyperparameters import SCALE_FACTORS, UTILITY_WEIGHTS, SearchPoint
 from prefshap_core.models.model_file import load_model, save_model
+from prefshap_core.models.search import PathFitter, choose
 from prefshap_core.paths import repo_root
 from prefshap_core.solvers import SolverOptions, fit_logistic
 from prefshap_core.workflow import TrainSettings, train
@@ -91,8 +92,12 @@ def test_search_picks_scale_and_penalty_by_validation_log_loss(clusters):
     assert len({p.lengthscale_scale for p in points}) == len(SCALE_FACTORS)
     assert {p.utility_weight for p in points} == set(UTILITY_WEIGHTS)
     best = min(points, key=lambda p: p.validation_log_loss)
-    chosen = (model.lengthscale_scale_, model.utility_weight_, model.penalty_)
-    assert chosen == (best.lengthscale_scale, best.utility_weight, best.penalty)
+    chosen = model.search_.chosen
+    assert (model.lengthscale_scale_, model.utility_weight_, model.penalty_) == (
+        chosen.lengthscale_scale, chosen.utility_weight, chosen.penalty,
+    )  # fmt: skip
+    # the best, or a larger utility weight tied with it (search.choose)
+    assert chosen == best or chosen.utility_weight > best.utility_weight
 
 
 def test_small_data_uses_cross_validation():
@@ -102,7 +107,8 @@ def test_small_data_uses_cross_validation():
     assert model.search_.selection == "5-fold cv"
     # refit on train + validation
     assert len(model.train_duels_) == len(split.train) + len(split.validation)
-    assert model.penalty_ == min(model.search_.points, key=lambda p: p.validation_log_loss).penalty
+    best = min(model.search_.points, key=lambda p: p.validation_log_loss)
+    assert model.search_.chosen == best or model.utility_weight_ > best.utility_weight
 
 
 def test_squared_loss_and_fixed_hyperparameters(clusters):
@@ -238,3 +244,34 @@ def test_bad_utility_weights_are_refused(clusters):
         GPM(utility_weights=()).fit(data, split.train, split.validation)
     with pytest.raises(ValueError, match="lengthscale_scales"):
         GPM(lengthscale_scales=(0.0,)).fit(data, split.train, split.validation)
+
+
+def test_choose_prefers_a_larger_utility_weight_only_when_tied():
+    """One paired standard error of the best per-duel log loss decides what is tied."""
+    rng = np.random.default_rng(0)
+    y = np.where(rng.uniform(size=400) < 0.5, 1.0, -1.0)
+    good = 2.0 * y + rng.normal(0, 1, 400)
+
+    def point(weight, penalty):
+        return SearchPoint(1.0, penalty, 0.0, 0.0, 0.0, utility_weight=weight)
+
+    def fitter(loss="logistic"):
+        return PathFitter("gpm", loss, None, None, None, None, None, 0, 10, {})
+
+    def choose_among(gs, weights, loss="logistic"):
+        points = [
+            replace(point(w, 10.0**-k), validation_log_loss=log_loss(y, g),
+                    validation_auc=roc_auc(y, g))
+            for k, (g, w) in enumerate(zip(gs, weights, strict=True))
+        ]  # fmt: skip
+        return choose(fitter(loss), points, gs, y)
+
+    tied = good + rng.normal(0, 1e-3, 400)  # the same up to noise
+    worse = 0.3 * good  # clearly worse
+    assert choose_among([good, tied], [0.0, 10.0]) == 1
+    assert choose_among([good, worse], [0.0, 10.0]) == 0
+    # among the tied, the largest weight's best point
+    assert choose_among([good, tied, tied * 0.999, worse], [0.0, 10.0, 10.0, 100.0]) in (1, 2)
+    assert choose_among([good, tied], [0.0, 10.0], loss="squared") in (0, 1)
+    squared = choose_among([good, worse], [0.0, 10.0], loss="squared")
+    assert squared == 0

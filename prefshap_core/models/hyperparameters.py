@@ -37,9 +37,6 @@ CV_FOLDS = 5
 SUBSAMPLE_TRAIN_DUELS = 10000
 SUBSAMPLE_VALIDATION_DUELS = 5000
 SUBSAMPLE_CENTRES = 500
-# Subsample points within this validation loss of the best are tied; the largest
-# utility weight among them goes on to the full fit (see search._subsample_winner).
-SUBSAMPLE_TIE = 1e-3
 
 
 def median_lengthscales(x: np.ndarray, seed: int = 0) -> np.ndarray:

@@ -6,6 +6,8 @@ penalty path (the logistic solver's Newton path, or warm-started squared-loss fi
 and scores every step on validation duels, so the penalty costs nothing extra to
 choose. Two selection protocols use it:
 
+Both choose the best point unless a larger utility weight ties with it (``choose``).
+
 - ``select_on_holdout``: the validation split decides. On large data the scales and
   utility weights are first ranked on a seeded subsample with fewer centres (cheap);
   only the winner is fitted at full size, where the penalty is chosen.
@@ -29,7 +31,6 @@ from prefshap_core.metrics import log_loss, roc_auc
 from prefshap_core.models.hyperparameters import (
     CV_FOLDS,
     SUBSAMPLE_CENTRES,
-    SUBSAMPLE_TIE,
     SUBSAMPLE_TRAIN_DUELS,
     SUBSAMPLE_VALIDATION_DUELS,
     SearchPoint,
@@ -243,26 +244,44 @@ def select_on_holdout(
             n_centres=min(fitter.n_centres, SUBSAMPLE_CENTRES), utility_weights=weights,
         )  # fmt: skip
         record.points.extend(replace(r.point, stage="subsample") for r in coarse)
-        best = _subsample_winner(fitter, [r.point for r in coarse])
+        y_sub = fitter.data.y[sub_val].astype(np.float64)
+        pick = choose(fitter, [r.point for r in coarse], [r.validation_g for r in coarse], y_sub)
+        best = coarse[pick].point
         scales, weights = [best.lengthscale_scale], [best.utility_weight]
         progress = progress.span(0.3, 1.0)
     full = fitter.fit(train, validation, scales, penalties, progress, utility_weights=weights)
     record.points.extend(r.point for r in full)
-    best_full = min(full, key=lambda r: fitter.loss_of(r.point))
+    y_val = fitter.data.y[validation].astype(np.float64)
+    best_full = full[choose(fitter, [r.point for r in full], [r.validation_g for r in full], y_val)]
     record.chosen = best_full.point
     return record, best_full.alpha
 
 
-def _subsample_winner(fitter: PathFitter, points: list[SearchPoint]) -> SearchPoint:
-    """The best subsample point, ties (within SUBSAMPLE_TIE) going to the larger weight.
+def choose(
+    fitter: PathFitter, points: list[SearchPoint], g: list[np.ndarray], y: np.ndarray
+) -> int:
+    """Index of the chosen point: the best, unless a larger utility weight ties with it.
 
-    With a fifth of the duels and a quarter of the centres, the subsample under-rates
-    the utility part, whose value grows with the data: on tennis, utility weights 10
-    and 100 scored the same log loss there, and 100 won by 0.006 at full size.
+    Tied means within one paired standard error of the best point's validation log
+    loss (per-duel losses on the same duels). Among the tied, the largest utility
+    weight wins, with its best scale and penalty: the more utility-like model, when
+    the data cannot tell them apart. The subsample under-rates the utility part,
+    whose value grows with the data (tennis: weights 10 and 100 tied there, 100 won
+    by 0.006 log loss at full size), and 106 chameleon duels rank many points by
+    noise. The squared loss (ranked by AUC) takes the plain best.
     """
-    best = min(fitter.loss_of(p) for p in points)
-    tied = [p for p in points if fitter.loss_of(p) <= best + SUBSAMPLE_TIE]
-    return min(tied, key=lambda p: (-p.utility_weight, fitter.loss_of(p)))
+    losses = [fitter.loss_of(p) for p in points]
+    best = int(np.argmin(losses))
+    if fitter.loss != "logistic" or len(y) < 2:
+        return best
+    per_duel = [np.logaddexp(0.0, -y * gi) for gi in g]
+    tied = []
+    for k in range(len(points)):
+        diff = per_duel[k] - per_duel[best]
+        if diff.mean() <= diff.std(ddof=1) / np.sqrt(len(diff)):
+            tied.append(k)
+    weight = max(points[k].utility_weight for k in tied)
+    return min((k for k in tied if points[k].utility_weight == weight), key=lambda k: losses[k])
 
 
 def cross_validate(
@@ -290,13 +309,15 @@ def cross_validate(
             seconds[key] = seconds.get(key, 0.0) + p.seconds
     y = fitter.data.y[np.concatenate(folds)].astype(np.float64)
     record = SearchRecord(criterion=fitter.criterion, selection=f"{len(folds)}-fold cv")
+    pooled_g = []
     for (scale, weight, penalty), parts in pooled.items():
         g = np.concatenate(parts)
+        pooled_g.append(g)
         record.points.append(
             SearchPoint(scale, penalty, log_loss(y, g), roc_auc(y, g),
                         seconds[(scale, weight, penalty)], utility_weight=weight)
         )  # fmt: skip
-    chosen = min(record.points, key=fitter.loss_of)
+    chosen = record.points[choose(fitter, record.points, pooled_g, y)]
     record.chosen = chosen
     # The same Newton path up to the chosen penalty, on all the duels.
     upto = penalties[: penalties.index(chosen.penalty) + 1]
