@@ -1,6 +1,6 @@
 """Held-out ROC AUC, training seconds and the chosen hyperparameters, main model vs UPM.
 
-    python benchmarks/bench_training.py [--seeds 5] [--datasets synthetic,chameleons,...]
+    python benchmarks/bench_training.py [--seeds 5] [--first-seed 0] [--datasets synthetic,...]
 
 The main model is the GPM (C-GPM for tennis) with its automatic search over the
 lengthscale scale, the utility weight ``w`` of its sum kernel ``k_E + w k_UPM`` and
@@ -79,13 +79,14 @@ def cv_auc(data, settings: TrainSettings) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="run seeds first..first+seeds-1")
     parser.add_argument("--datasets", default="synthetic,chameleons,pokemon,tennis")
     parser.add_argument("--dtype", default="float64")
     args = parser.parse_args()
     names = args.datasets.split(",")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, dtype {args.dtype}")
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         for name in names:
             data = load_dataset(name, seed=seed)
             for kind in (MAIN_MODEL.get(name, "gpm"), "upm"):
