@@ -41,6 +41,9 @@ class TrainSettings:
     n_centres: int = 2000
     lengthscales: tuple[float, ...] | None = None  # one per item column (model space)
     lengthscale_scale: float | None = None
+    lengthscale_scales: tuple[float, ...] | None = None  # the scales to search (else automatic)
+    utility_weight: float | None = None  # GPM / C-GPM sum kernel weight (0: plain GPM)
+    utility_weights: tuple[float, ...] | None = None  # the weights to search (else automatic)
     context_lengthscales: tuple[float, ...] | None = None  # one per context column
     penalty: float | None = None
     loss: str = "logistic"
@@ -54,8 +57,12 @@ class TrainSettings:
     def model(
         self, kind: str | None = None, solver: SolverOptions | None = None
     ) -> PreferenceModel:
+        grid = {} if self.utility_weights is None else {"utility_weights": self.utility_weights}
         return make_model(
             kind or self.kind,
+            **grid,
+            lengthscale_scales=self.lengthscale_scales,
+            utility_weight=None if (kind or self.kind) == "upm" else self.utility_weight,
             n_centres=self.n_centres,
             lengthscales=None if self.lengthscales is None else np.asarray(self.lengthscales),
             lengthscale_scale=self.lengthscale_scale,
@@ -126,6 +133,7 @@ class TrainingResult:
             "specr_items": self.rankability_items,
             "lengthscale_scale": meta.get("lengthscale_scale"),
             "penalty": meta.get("penalty"),
+            "utility_weight": meta.get("utility_weight"),
             "n_centres": len(self.function.alpha),
             **({} if self.cv is None else {"cv": {k: self.cv[k] for k in _CV_KEYS}}),
             "summary": self.summary(),

@@ -32,7 +32,7 @@ def g_direct(fn: PreferenceFunction, x_l: np.ndarray, x_r: np.ndarray, u=None) -
     krl, krr = rbf(fn.centres_right, x_l, ls)[:, 0], rbf(fn.centres_right, x_r, ls)[:, 0]
     if fn.kind == "upm":
         return float(fn.alpha @ (kll - krl) - fn.alpha @ (klr - krr))
-    pair = kll * krr - klr * krl
+    pair = kll * krr - klr * krl + fn.utility_weight * (kll + krr - klr - krl)
     return float(_context_alpha(fn, u) @ pair)
 
 
@@ -75,7 +75,8 @@ def item_value(
     glr, grl = emb(fn.centres_left, x_r), emb(fn.centres_right, x_l)
     if fn.kind == "upm":
         return float(fn.alpha @ (gll + grr - glr - grl))
-    return float(_context_alpha(fn) @ (gll * grr - glr * grl))
+    utility = fn.utility_weight * (gll + grr - glr - grl)
+    return float(_context_alpha(fn) @ (gll * grr - glr * grl + utility))
 
 
 def context_value(
@@ -92,10 +93,9 @@ def context_value(
         raise ValueError("the reference expands contexts, so it needs integer counts")
     expanded = np.repeat(np.asarray(fn.contexts), counts, axis=0)
     ls = fn.lengthscales
-    xi = (
-        rbf(fn.centres_left, x_l, ls)[:, 0] * rbf(fn.centres_right, x_r, ls)[:, 0]
-        - rbf(fn.centres_left, x_r, ls)[:, 0] * rbf(fn.centres_right, x_l, ls)[:, 0]
-    )
+    kll, klr = rbf(fn.centres_left, x_l, ls)[:, 0], rbf(fn.centres_left, x_r, ls)[:, 0]
+    krl, krr = rbf(fn.centres_right, x_l, ls)[:, 0], rbf(fn.centres_right, x_r, ls)[:, 0]
+    xi = kll * krr - klr * krl + fn.utility_weight * (kll + krr - klr - krl)
     gu = gamma_direct(fn.centres_context, u, expanded, columns, fn.context_lengthscales, lam)
     return float(fn.alpha @ (gu * xi))
 
@@ -251,5 +251,6 @@ def random_preference_function(
         centres_right=centres_right,
         alpha=rng.normal(0, 1, n_centres),
         cme_lambda=0.05,
+        utility_weight=0.0,
         **fields,
     )
