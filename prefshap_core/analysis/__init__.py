@@ -1,0 +1,12 @@
+"""Analyst's questions on a fitted model and its data (no Streamlit, no plotting).
+
+- :mod:`contexts`: which observed contexts share a category of a context group.
+- :mod:`head_to_head`: P(A beats B) under each observed context value and averaged,
+  for pool items or hypothetical covariate rows, and the pair's past meetings.
+- :mod:`pairwise`: model preferences of many items against an opponent pool at once.
+- :mod:`rankings`: items by model-implied mean win probability, with their record and
+  a utility score (a UPM's f(x), or a Bradley-Terry fit of the record).
+- :mod:`bradley_terry`: maximum-likelihood Bradley-Terry scores of a win/loss record.
+- :mod:`covariates`: raw item covariates <-> model-space rows (the what-if editor).
+- :mod:`sides`: duels between two groups of items, oriented to one of them.
+"""
