@@ -6,6 +6,7 @@ starts one on first use (see ``export``).
 
 from prefshap_core.plots.bar import bar
 from prefshap_core.plots.beehive import beehive
+from prefshap_core.plots.dependence import dependence, interaction_partner
 from prefshap_core.plots.export import (
     explanation_to_csv,
     figure_to_html,
@@ -18,10 +19,12 @@ from prefshap_core.plots.waterfall import waterfall
 __all__ = [
     "bar",
     "beehive",
+    "dependence",
     "explanation_to_csv",
     "figure_to_html",
     "figure_to_png",
     "figure_to_svg",
+    "interaction_partner",
     "static_export_available",
     "waterfall",
 ]
