@@ -24,7 +24,9 @@ import streamlit as st
 from dashboard import sources, state
 from dashboard.jobs import Job
 from prefshap_core import workflow
+from prefshap_core.analysis.rankings import Rankings, rankings
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
+from prefshap_core.explain import DEFAULT_MAX_EXACT_PLAYERS, explain_context, explain_items
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.progress import Progress
 
@@ -298,3 +300,74 @@ def ensure_demo(progress: Progress | None = None) -> None:
     loaded, model = _demo(str(cache_dir()), progress)
     state.add_dataset(loaded)
     state.set_model(model)
+
+
+# -- deep links ------------------------------------------------------------------------------
+def model_by_fingerprint(loaded: state.LoadedData, settings_fp: str) -> state.TrainedModel | None:
+    """A model of ``loaded`` by its settings fingerprint, from the disk cache (or None)."""
+    result = disk_cache().load_training(loaded.fingerprint, settings_fp)
+    if result is None:
+        return None
+    return state.TrainedModel(result, loaded.fingerprint, settings_fp, from_cache=True)
+
+
+# -- explaining any pair (head-to-head, what-if) ------------------------------------------------
+@dataclass(frozen=True)
+class PairOptions:
+    """How a single pair is explained: exactly, or with ``n_samples`` coalitions."""
+
+    n_samples: int | None = None  # None: exact up to the engine's player limit
+    seed: int = 0
+
+    def key(self) -> str:
+        return f"samples={self.n_samples}|seed={self.seed}"
+
+
+def explain_pair(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    left: np.ndarray,
+    right: np.ndarray,
+    *,
+    what: str = "items",
+    contexts: np.ndarray | None = None,
+    options: PairOptions = PairOptions(),
+) -> Explanation:
+    """Explanation of duels given by item ids (the one place that calls the explainer
+    for pages other than Explain/Players/Duel, so switching the engine API is here)."""
+    fn = model.result.function
+    common = dict(
+        max_exact_players=DEFAULT_MAX_EXACT_PLAYERS,
+        n_samples=options.n_samples,
+        seed=options.seed,
+    )
+    left, right = np.asarray(left).astype(str), np.asarray(right).astype(str)
+    if what == "items":
+        expl = explain_items(fn, left, right, **common)
+    else:
+        assert contexts is not None
+        expl = explain_context(fn, left, right, contexts, **common)
+    labels = dict(
+        zip(
+            loaded.data.item_ids.astype(str),
+            np.asarray(loaded.data.labels).astype(str),
+            strict=True,
+        )
+    )
+    return replace(
+        expl,
+        left_labels=np.array([labels[i] for i in left]),
+        right_labels=np.array([labels[i] for i in right]),
+        meta={**expl.meta, "dataset": loaded.title},
+    )
+
+
+# -- rankings -----------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _rankings(data_fp: str, settings_fp: str, _fn, _data) -> Rankings:
+    return rankings(_fn, _data)
+
+
+def model_rankings(loaded: state.LoadedData, model: state.TrainedModel) -> Rankings:
+    """The Rankings page's table, computed once per model and process."""
+    return _rankings(loaded.fingerprint, model.settings_fp, model.result.function, loaded.data)

@@ -182,3 +182,39 @@ def demo_ready() -> bool:
 
 def mark_demo_ready() -> None:
     st.session_state[_DEMO_READY] = True
+
+
+# -- the analyst's views (head-to-head, deep links) ----------------------------------
+# Kept apart from the sections above so that other work on them merges cleanly.
+_PAIR = "selected_pair"  # dict[str, tuple[str, str]]: data fingerprint -> (item A, item B)
+_CONTEXT = "selected_context"  # dict[str, str]: fingerprint -> context slice label
+_LINK = "link_applied"  # dict[str, str]: the query parameters last applied or written
+
+
+def selected_pair(loaded: LoadedData) -> tuple[str, str] | None:
+    return st.session_state.setdefault(_PAIR, {}).get(loaded.fingerprint)
+
+
+def select_pair(loaded: LoadedData, a: str, b: str) -> None:
+    st.session_state.setdefault(_PAIR, {})[loaded.fingerprint] = (str(a), str(b))
+
+
+def selected_context(loaded: LoadedData) -> str | None:
+    return st.session_state.setdefault(_CONTEXT, {}).get(loaded.fingerprint)
+
+
+def select_context(loaded: LoadedData, label: str | None) -> None:
+    chosen = st.session_state.setdefault(_CONTEXT, {})
+    if label is None:
+        chosen.pop(loaded.fingerprint, None)
+    else:
+        chosen[loaded.fingerprint] = str(label)
+
+
+def link_seen() -> dict[str, str]:
+    """The query parameters this session last applied or wrote (to spot a new URL)."""
+    return st.session_state.setdefault(_LINK, {})
+
+
+def remember_link(params: dict[str, str]) -> None:
+    st.session_state[_LINK] = dict(params)
