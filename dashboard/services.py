@@ -128,6 +128,12 @@ def model_title(kind: str) -> str:
     return MODEL_TITLES.get(kind, kind)
 
 
+def model_description(model: state.TrainedModel) -> str:
+    """E.g. 'GPM (seed 0, 300 centres)': what exported figures name as their model."""
+    settings = model.result.settings
+    return f"{model_title(model.kind)} (seed {settings.seed}, {settings.n_centres:,} centres)"
+
+
 def start_training(
     loaded: state.LoadedData, settings: workflow.TrainSettings, *, page: str = "train"
 ) -> Job:
