@@ -158,6 +158,26 @@ def collect_finished_jobs() -> None:
 
 
 # -- explanations ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Precision:
+    """How coalitions are chosen: the engine's default (exact up to its player limit,
+    sampled beyond), always exact, or ``n_samples`` sampled coalitions."""
+
+    mode: str = "auto"  # "auto" | "exact" | "sampled"
+    n_samples: int = 512
+
+    def engine_options(self) -> dict[str, int | None]:
+        if self.mode == "exact":
+            return {"max_exact_players": 10**9, "n_samples": None}
+        if self.mode == "sampled":
+            return {"max_exact_players": 0, "n_samples": int(self.n_samples)}
+        return {"max_exact_players": DEFAULT_MAX_EXACT_PLAYERS, "n_samples": None}
+
+    def key(self) -> str:
+        """Part of cache keys ("" for the default, so older cache entries still match)."""
+        return "" if self.mode == "auto" else f"{self.mode}:{self.n_samples}"
+
+
 @dataclass(frozen=True, eq=False)
 class ExplainRequest:
     """Which duels to explain, after capping: what a page asks the engine for."""
@@ -166,6 +186,7 @@ class ExplainRequest:
     duels: np.ndarray  # duel indices of the dataset (sorted)
     n_available: int  # how many the subset had before capping
     key: str
+    precision: Precision = Precision()
 
     @property
     def sampled(self) -> bool:
@@ -180,16 +201,28 @@ def request(
     *,
     cap: int | None = DEFAULT_EXPLAIN_CAP,
     seed: int = 0,
+    precision: Precision | None = None,
 ) -> ExplainRequest:
-    """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation."""
+    """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation.
+
+    ``precision``: default the session's choice (:func:`state.precision`)."""
+    precision = precision or session_precision()
     n_available = len(np.unique(duels))
     duels = workflow.sample_duels(duels, cap, seed)
-    key = explanation_key(loaded.fingerprint, model.settings_fp, what, duels, seed=seed)
-    return ExplainRequest(what, duels, n_available, key)
+    extra = {"precision": precision.key()} if precision.key() else {}
+    key = explanation_key(loaded.fingerprint, model.settings_fp, what, duels, seed=seed, **extra)
+    return ExplainRequest(what, duels, n_available, key, precision)
 
 
-def _owner(loaded: state.LoadedData, model: state.TrainedModel, what: str) -> Owner:
-    return (loaded.fingerprint, model.settings_fp, what)
+def session_precision() -> Precision:
+    mode, n_samples = state.precision()
+    return Precision(mode, n_samples)
+
+
+def _owner(
+    loaded: state.LoadedData, model: state.TrainedModel, what: str, precision: Precision
+) -> Owner:
+    return (loaded.fingerprint, model.settings_fp, f"{what}|{precision.key()}")
 
 
 def cached_explanation(
@@ -200,7 +233,7 @@ def cached_explanation(
     if expl is None:
         expl = disk_cache().load_explanation(req.key)
         if expl is not None:
-            store.put(req.key, _owner(loaded, model, req.what), expl)
+            store.put(req.key, _owner(loaded, model, req.what, req.precision), expl)
     return expl
 
 
@@ -209,7 +242,7 @@ def duel_from_earlier(
 ) -> Explanation | None:
     """One duel's explanation cut from an explanation already made (e.g. a player's
     losses), so opening a duel from the Players page costs nothing."""
-    owner = _owner(loaded, model, what)
+    owner = _owner(loaded, model, what, session_precision())
     return explanation_store().find_duel(owner, str(loaded.data.duel_ids[duel]))
 
 
@@ -224,11 +257,12 @@ def explain_now(
     if found is not None:
         return found
     expl = workflow.explain_duels(
-        model.result.function, loaded.data, req.duels, what=req.what, progress=progress
-    )
+        model.result.function, loaded.data, req.duels, what=req.what, progress=progress,
+        **req.precision.engine_options(),
+    )  # fmt: skip
     expl = replace(expl, meta={**expl.meta, "dataset": loaded.title})
     disk_cache().save_explanation(req.key, expl)
-    explanation_store().put(req.key, _owner(loaded, model, req.what), expl)
+    explanation_store().put(req.key, _owner(loaded, model, req.what, req.precision), expl)
     return expl
 
 
@@ -318,17 +352,6 @@ def model_by_fingerprint(loaded: state.LoadedData, settings_fp: str) -> state.Tr
 
 
 # -- explaining any pair (head-to-head, what-if) ------------------------------------------------
-@dataclass(frozen=True)
-class PairOptions:
-    """How a single pair is explained: exactly, or with ``n_samples`` coalitions."""
-
-    n_samples: int | None = None  # None: exact up to the engine's player limit
-    seed: int = 0
-
-    def key(self) -> str:
-        return f"samples={self.n_samples}|seed={self.seed}"
-
-
 def explain_pair(
     loaded: state.LoadedData,
     model: state.TrainedModel,
@@ -337,16 +360,12 @@ def explain_pair(
     *,
     what: str = "items",
     contexts: np.ndarray | None = None,
-    options: PairOptions = PairOptions(),
+    precision: Precision | None = None,
 ) -> Explanation:
     """Explanation of duels given by item ids (the one place that calls the explainer
     for pages other than Explain/Players/Duel, so switching the engine API is here)."""
     fn = model.result.function
-    common = dict(
-        max_exact_players=DEFAULT_MAX_EXACT_PLAYERS,
-        n_samples=options.n_samples,
-        seed=options.seed,
-    )
+    common = (precision or session_precision()).engine_options()
     left, right = np.asarray(left).astype(str), np.asarray(right).astype(str)
     if what == "items":
         expl = explain_items(fn, left, right, **common)

@@ -218,3 +218,15 @@ def link_seen() -> dict[str, str]:
 
 def remember_link(params: dict[str, str]) -> None:
     st.session_state[_LINK] = dict(params)
+
+
+_PRECISION = "explain_precision"  # (mode, n_samples): how explanations choose coalitions
+
+
+def precision() -> tuple[str, int]:
+    """("auto" | "exact" | "sampled", number of sampled coalitions) for this session."""
+    return st.session_state.setdefault(_PRECISION, ("auto", 512))
+
+
+def set_precision(mode: str, n_samples: int) -> None:
+    st.session_state[_PRECISION] = (str(mode), int(n_samples))

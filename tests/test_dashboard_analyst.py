@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from test_dashboard_support import (
     assert_clean,
@@ -88,3 +90,101 @@ def test_rankings_table_and_its_export() -> None:
     assert (table["duels"] == table["wins"] + table["losses"]).all()
     assert "Bradley-Terry score" in table.columns  # a GPM: the record's BT score
     assert "Rankings (CSV)" in [b.label for b in at.get("download_button")]
+
+
+def _layout(at, k: int) -> dict:
+    return json.loads(at.get("plotly_chart")[k].proto.spec)["layout"]
+
+
+def _fp(at) -> str:
+    return _loaded(at).fingerprint
+
+
+def test_duel_page_accepts_a_vs_b_by_names() -> None:
+    at = goto(new_app(), "duel")
+    data = _loaded(at).data
+    k = 40
+    a, b = str(data.labels[data.left[k]]), str(data.labels[data.right[k]])
+    box = next(t for t in at.text_input if t.label.startswith("Duel id"))
+    box.set_value(f"{a.upper()} vs {b}")
+    at = settle(at)
+    assert_clean(at)
+    duel, seen_from = at.session_state["selected_duel"][_fp(at)]
+    pair = {data.left[duel], data.right[duel]}
+    assert pair == {data.left[k], data.right[k]}
+    assert seen_from == str(data.item_ids[data.left[k]])
+    box = next(t for t in at.text_input if t.label.startswith("Duel id"))
+    box.set_value("nobody vs nothing").run()
+    assert any("no item is named 'nobody'" in str(e.value) for e in at.error)
+
+
+def test_opponents_filter_narrows_a_players_duels() -> None:
+    at = goto(new_app(), "players")
+    fp = _fp(at)
+    item = at.selectbox(key=f"players:item:{fp}").value
+    key = f"players:opponent:{fp}:{item}"
+    choices = at.selectbox(key=key).options
+    assert choices[0] == "all opponents"
+    opponent = at.selectbox(key=key)
+    data = _loaded(at).data
+    from prefshap_core import workflow
+
+    table = workflow.item_record(data, item).duels
+    top = table["opponent_id"].value_counts().index[0]
+    opponent.set_value(top)
+    at = settle(at)
+    assert_clean(at)
+    shown = at.dataframe[-1].value
+    assert set(shown["opponent_id"]) == {top}
+    assert len(shown) == int((table["opponent_id"] == top).sum())
+    assert " against " in at.get("plotly_chart")[0].proto.spec
+    # The duel table downloads in `prefshap explain --duels` format.
+    assert "Duels (CSV)" in [b.label for b in at.get("download_button")]
+
+
+def test_precision_control_samples_and_shows_standard_errors() -> None:
+    at = goto(new_app(), "duel")
+    at.radio(key="precision:mode:duel").set_value("sampled").run()
+    at.number_input(key="precision:n:duel").set_value(32)
+    at = settle(at)
+    assert_clean(at)
+    assert at.session_state["explain_precision"] == ("sampled", 32)
+    assert "Sampled values (32 coalitions)" in texts(at)
+
+
+def test_group_view_from_side_a_with_a_numeric_range() -> None:
+    at = goto(new_app(), "explain")
+    fp = _fp(at)
+    at.button_group(key=f"explain:subset:{fp}").set_value("Between two groups").run()
+    at.selectbox(key=f"explain:gcol:{fp}").set_value("x0").run()
+    at.selectbox(key=f"explain:gopa:{fp}:x0").set_value(">").run()
+    at.number_input(key=f"explain:gthra:{fp}:x0").set_value(0.5)
+    at.toggle(key=f"explain:gtest:{fp}").set_value(False)
+    at.number_input(key="explain:cap").set_value(60)
+    at = settle(at)
+    assert_clean(at)
+    data = _loaded(at).data
+    from prefshap_core.analysis.sides import ItemCondition, duels_between, item_mask, side_record
+
+    mask = item_mask(data, ItemCondition("x0", ">", 0.5))
+    duels, signs = duels_between(data, mask, ~mask)
+    wins, losses = side_record(data, duels, signs)
+    assert f"Group A won {wins:,} and lost {losses:,} of these {len(duels):,} duels." in texts(at)
+    assert _layout(at, 0)["title"]["text"].startswith("x0 > 0.5 vs the rest (60 duels)")
+    # The dependence plot: its feature is a choice.
+    at.selectbox(key="dep:feature:explain:items").set_value("x_AB")
+    at = settle(at)
+    assert _layout(at, 2)["xaxis"]["title"]["text"] == "x_AB difference (x0 > 0.5 - opponent)"
+
+
+def test_a_deep_link_opens_a_players_losses() -> None:
+    at = new_app()
+    data = _loaded(at).data
+    item = str(data.item_ids[3])
+    at.query_params["player"] = item
+    at.query_params["view"] = "losses"
+    at = goto(at, "players")
+    assert_clean(at)
+    assert at.selectbox(key=f"players:item:{_fp(at)}").value == item
+    assert at.button_group(key=f"players:view:{_fp(at)}").value == "losses"
+    assert at.query_params["player"] == item and at.query_params["view"] == "losses"

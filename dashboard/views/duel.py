@@ -11,6 +11,7 @@ from dashboard.components.explanations import PLOT_CONFIG, fetch, require_model
 from dashboard.components.export import figure_exports, file_stem, provenance, table_download
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
+from dashboard.components.precision import precision_control
 from prefshap_core import workflow
 from prefshap_core.analysis.head_to_head import meetings
 from prefshap_core.explain.explanation import Explanation
@@ -22,7 +23,9 @@ def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int
     data = loaded.data
     chosen = state.selected_duel(loaded)
     duel, seen_from = chosen if chosen else (int(model.result.split.test[0]), None)
-    c = st.columns([2, 3])
+    c = st.columns([2, 2, 1], vertical_alignment="bottom")
+    with c[2]:
+        precision_control("duel")
     # The key carries the current duel, so a duel chosen on another page shows here.
     typed = (
         c[0]

@@ -17,6 +17,7 @@ from dashboard import links, services, sources, state
 from dashboard.components.explanations import fetch, figures, require_model, sample_note
 from dashboard.components.export import provenance
 from dashboard.components.guard import run_guarded
+from dashboard.components.precision import precision_control
 from prefshap_core import workflow
 from prefshap_core.analysis.sides import (
     ItemCondition,
@@ -137,7 +138,7 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
     has_groups = bool(workflow.group_columns(data) or workflow.numeric_item_columns(data))
     contexts = workflow.context_columns(data)
     options = [ALL] + ([GROUPS] if has_groups else []) + ([CONTEXT] if contexts else [])
-    top = st.columns([3, 1], vertical_alignment="bottom")
+    top = st.columns([3, 1, 1], vertical_alignment="bottom")
     choice = top[0].segmented_control(
         "Duels to explain", options, default=ALL, required=True,
         key=f"explain:subset:{fp}", persist_state=state.PERSIST,
@@ -148,6 +149,8 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
         persist_state=state.PERSIST,
         help="Larger subsets are sampled (seeded). Exact explanations cost time per duel.",
     )  # fmt: skip
+    with top[2]:
+        precision_control("explain")
     if choice == ALL:
         return Subset(test, "All test duels", int(cap), _winner_view)
     if choice == GROUPS:

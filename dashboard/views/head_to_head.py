@@ -11,9 +11,10 @@ import streamlit as st
 
 from dashboard import links, services, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
-from dashboard.components.export import figure_exports, file_stem
+from dashboard.components.export import figure_exports, file_stem, provenance
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
+from dashboard.components.precision import precision_control
 from prefshap_core.analysis.covariates import editable_columns, encode_covariates, raw_covariates
 from prefshap_core.analysis.head_to_head import meetings, most_active_pair, pair_preference
 from prefshap_core.errors import PrefShapError
@@ -162,7 +163,10 @@ def render() -> None:
 
 
 def _explanation(loaded, model, a, b, names, edited, context_row) -> None:
-    st.subheader(f"Why: {names[a]} vs {names[b]}, seen from {names[a]}")
+    c = st.columns([4, 1], vertical_alignment="bottom")
+    c[0].subheader(f"Why: {names[a]} vs {names[b]}, seen from {names[a]}")
+    with c[1]:
+        precision_control("head-to-head")
     if edited:
         st.caption("The waterfall explains the original items; the probability above "
                    "includes your edits.")  # fmt: skip
@@ -176,8 +180,10 @@ def _explanation(loaded, model, a, b, names, edited, context_row) -> None:
         )
     fig = waterfall(items, ctx)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="h2h:waterfall")
-    figure_exports(fig, file_stem("head-to-head", loaded.data.name, a, b), expl=items,
-                   key="h2h:waterfall")  # fmt: skip
+    figure_exports(
+        fig, file_stem("head-to-head", loaded.data.name, a, b), expl=items, key="h2h:waterfall",
+        provenance=provenance(loaded.title, services.model_description(model), 1),
+    )  # fmt: skip
 
 
 def _meetings(loaded, met, names, a, b) -> None:

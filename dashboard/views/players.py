@@ -10,6 +10,7 @@ from dashboard import links, services, state
 from dashboard.components.explanations import fetch, figures, require_model, sample_note
 from dashboard.components.export import provenance, table_download
 from dashboard.components.guard import run_guarded
+from dashboard.components.precision import precision_control
 from dashboard.components.tables import paginated
 from prefshap_core import workflow
 
@@ -104,7 +105,9 @@ def render() -> None:
         links.write(player=item_id)
         return
 
-    c = st.columns([3, 2], vertical_alignment="bottom")
+    c = st.columns([3, 2, 1], vertical_alignment="bottom")
+    with c[2]:
+        precision_control("players")
     with c[0]:
         view = st.segmented_control(
             "Explain", list(VIEWS), format_func=VIEWS.get,
