@@ -389,10 +389,11 @@ def explain_pair(
 
 # -- rankings -----------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _rankings(data_fp: str, settings_fp: str, _fn, _data) -> Rankings:
-    return rankings(_fn, _data)
+def _rankings(data_fp: str, settings_fp: str, _result: workflow.TrainingResult, _data) -> Rankings:
+    return rankings(_result.function, _data, upm=_result.baseline_function)
 
 
 def model_rankings(loaded: state.LoadedData, model: state.TrainedModel) -> Rankings:
-    """The Rankings page's table, computed once per model and process."""
-    return _rankings(loaded.fingerprint, model.settings_fp, model.result.function, loaded.data)
+    """The Rankings page's table, computed once per model and process (the UPM
+    baseline's f(x) as its score when one was fitted, else Bradley-Terry)."""
+    return _rankings(loaded.fingerprint, model.settings_fp, model.result, loaded.data)

@@ -77,6 +77,8 @@ class TrainingResult:
     rankability: float
     rankability_items: int
     seconds: dict[str, float] = field(default_factory=dict)
+    # The UPM fitted beside a GPM/C-GPM for comparison (its f(x) ranks items).
+    baseline_function: PreferenceFunction | None = None
 
     def to_json(self) -> dict[str, Any]:
         meta = self.function.metadata
@@ -125,12 +127,14 @@ def train(
     metrics = {"validation": validation, "test": model.score(data, split.test)}
     baseline_metrics = None
     baseline_seconds = 0.0
+    baseline_function = None
     if with_baseline:
         upm = settings.model("upm").fit(
             data, split.train, split.validation, progress.span(main_share, 0.95)
         )
         baseline_metrics = upm.score(data, split.test)
         baseline_seconds = upm.fit_seconds_
+        baseline_function = upm.function_
     progress.update("Rankability (SpecR)", 0.96)
     train_y = data.y[split.train]
     winners = np.where(train_y > 0, data.left[split.train], data.right[split.train])
@@ -157,6 +161,7 @@ def train(
             "baseline": baseline_seconds,
             "total": time.perf_counter() - start,
         },
+        baseline_function=baseline_function,
     )
 
 

@@ -10,6 +10,7 @@ from test_dashboard_support import (
     dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     goto,
     new_app,
+    sample_upload,
     settle,
     texts,
 )
@@ -88,8 +89,36 @@ def test_rankings_table_and_its_export() -> None:
     p = table["mean P(win) vs pool"].str.removesuffix(" %").astype(float).to_numpy()
     assert np.all(np.diff(p) <= 0)
     assert (table["duels"] == table["wins"] + table["losses"]).all()
-    assert "Bradley-Terry score" in table.columns  # a GPM: the record's BT score
+    # The demo GPM was fitted with a UPM baseline: its f(x) is the score.
+    assert "UPM utility f(x)" in table.columns
     assert "Rankings (CSV)" in [b.label for b in at.get("download_button")]
+
+
+def test_rankings_per_context_and_bradley_terry_without_a_baseline() -> None:
+    at = goto(sample_upload(new_app()), "train")
+    fp = _fp(at)
+    at.radio(key=f"train:kind:{fp}").set_value("cgpm")
+    at.number_input(key="train:centres").set_value(120)
+    at.checkbox(key="train:baseline").set_value(False)
+    next(b for b in at.button if b.label == "Train").click()
+    at = goto(settle(at), "rankings")
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert "Bradley-Terry score" in table.columns  # no UPM baseline: the record's BT
+    box = at.selectbox(key=f"rankings:context:{fp}")
+    assert "venue = indoor" in box.options
+    box.set_value("p_mean[venue = indoor]")
+    at = settle(at)
+    assert_clean(at)
+    ranked = at.dataframe[0].value
+    from prefshap_core.analysis.rankings import rankings
+
+    data, model = _loaded(at).data, _model(at)
+    expected = rankings(model.result.function, data).table
+    expected = expected.sort_values(["p_mean[venue = indoor]", "item_id"],
+                                    ascending=[False, True], kind="stable")  # fmt: skip
+    assert ranked["item_id"].tolist() == expected["item_id"].tolist()
+    assert at.query_params["context"] == "venue = indoor"
 
 
 def _layout(at, k: int) -> dict:
