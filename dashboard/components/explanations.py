@@ -103,7 +103,7 @@ def figures(
             provenance=provenance,
         )  # fmt: skip
         if on_point is not None:
-            _clicked(event, on_point)
+            _clicked(event, fig, on_point)
     with right:
         kind = st.radio(
             "Bars show",
@@ -162,14 +162,23 @@ def dependence_plot(
         figure_exports(fig, file_stem("dependence", stem, feature), expl=expl,
                        key=f"dependence:{key}", provenance=provenance)  # fmt: skip
         if on_point is not None:
-            _clicked(event, on_point)
+            _clicked(event, fig, on_point)
 
 
-def _clicked(event, on_point: Callable[[int], None]) -> None:
-    """Hand the first selected point's explanation row (customdata[0]) to ``on_point``."""
+def _clicked(event, fig, on_point: Callable[[int], None]) -> None:
+    """Hand the first selected point's explanation row to ``on_point``.
+
+    The row is the point's ``customdata[0]`` in the figure drawn here, found by the
+    selection's trace and point index (the browser's copy of customdata may arrive
+    in plotly's packed form)."""
     if event is None or not event.selection:
         return
-    points = event.selection.get("points", [])
-    rows = [p.get("customdata", [None])[0] for p in points if p.get("customdata")]
-    if rows and rows[0] is not None:
-        on_point(int(float(rows[0])))
+    for point in event.selection.get("points", []):
+        curve, index = point.get("curve_number"), point.get("point_index")
+        if curve is None or index is None or not 0 <= curve < len(fig.data):
+            continue
+        customdata = fig.data[curve].customdata
+        if customdata is None or not 0 <= index < len(customdata):
+            continue
+        on_point(int(float(customdata[index][0])))
+        return
