@@ -52,6 +52,7 @@ def apply() -> None:
     if not params or params == state.link_seen():
         return
     state.remember_link(params)
+    state.set_link_pending(params)
     loaded = state.active()
     if "dataset" in params:
         wanted = _find_dataset(params["dataset"])
@@ -106,7 +107,10 @@ def write(**view: str | None) -> None:
     state.remember_link(params)
 
 
-def view_param(name: str, choices: list[str]) -> str | None:
-    """A page's ``view=`` when it is one of ``choices`` (for a widget's default)."""
-    value = st.query_params.get(name)
-    return value if value in choices else None
+def take(name: str, choices: list[str] | None = None) -> str | None:
+    """A parameter of a URL just opened, once: the page puts it into its widget
+    (which otherwise keeps its own value), later runs get None."""
+    value = state.pop_link_pending(name)
+    if value is None or (choices is not None and value not in choices):
+        return None
+    return value

@@ -220,6 +220,17 @@ def remember_link(params: dict[str, str]) -> None:
     st.session_state[_LINK] = dict(params)
 
 
+_LINK_PENDING = "link_pending"  # dict[str, str]: a new URL's parameters not yet used
+
+
+def set_link_pending(params: dict[str, str]) -> None:
+    st.session_state[_LINK_PENDING] = dict(params)
+
+
+def pop_link_pending(name: str) -> str | None:
+    return st.session_state.setdefault(_LINK_PENDING, {}).pop(name, None)
+
+
 _PRECISION = "explain_precision"  # (mode, n_samples): how explanations choose coalitions
 
 

@@ -352,6 +352,7 @@ def test_head_to_head_link_what_if_and_a_beehive_click(tmp_path: Path) -> None:
         before = _metric_value(page, f"P({a} beats {b})")
         assert before.endswith(" %"), before
         _no_error_on(page)
+        _wait_until_idle(page)
         page.screenshot(path=str(ARTIFACTS / "view_head_to_head.png"), full_page=True)
 
         # What-if: A's x0 set to the top of its range changes the probability.
@@ -367,6 +368,7 @@ def test_head_to_head_link_what_if_and_a_beehive_click(tmp_path: Path) -> None:
         after = _metric_value(page, f"P({a} (edited) beats {b})")
         assert after != before, (before, after)
         _no_error_on(page)
+        _wait_until_idle(page)
         page.screenshot(path=str(ARTIFACTS / "view_what_if.png"), full_page=True)
 
         # Rankings.
@@ -382,7 +384,7 @@ def test_head_to_head_link_what_if_and_a_beehive_click(tmp_path: Path) -> None:
         _wait_for_plot(page, "all duels")
         _wait_until_idle(page)
         page.get_by_text("Dependence plot: one feature's value").first.click()
-        _wait_for_plot(page, "all duels", timeout_s=60)
+        _wait_for_plot(page, "dependence of", timeout_s=60)
         page.screenshot(path=str(ARTIFACTS / "view_players_dependence.png"), full_page=True)
 
         # A click on a beehive point of the Explain page opens that duel.

@@ -217,3 +217,18 @@ def test_a_deep_link_opens_a_players_losses() -> None:
     assert at.selectbox(key=f"players:item:{_fp(at)}").value == item
     assert at.button_group(key=f"players:view:{_fp(at)}").value == "losses"
     assert at.query_params["player"] == item and at.query_params["view"] == "losses"
+
+
+def test_a_deep_link_opens_an_explain_view_and_a_duel() -> None:
+    at = new_app()
+    at.query_params["view"] = "groups"
+    at = goto(at, "explain")
+    assert_clean(at)
+    assert at.button_group(key=f"explain:subset:{_fp(at)}").value == "Between two groups"
+    assert at.query_params["view"] == "groups"
+    fresh = new_app()
+    fresh.query_params["duel"] = "42"
+    fresh = goto(fresh, "duel")
+    assert_clean(fresh)
+    assert "Duel 42:" in texts(fresh)
+    assert fresh.query_params["duel"] == "42"

@@ -154,7 +154,7 @@ def dependence_plot(
             ),
         )  # fmt: skip
         colour_by = colour if colour in ("auto", None) else expl.player_names.index(colour)
-        fig = dependence(expl, j, colour_by=colour_by, title=f"{title}: {feature}")
+        fig = dependence(expl, j, colour_by=colour_by, title=f"{title}: dependence of {feature}")
         event = st.plotly_chart(
             fig, width="stretch", config=PLOT_CONFIG, key=f"dependence:{key}",
             on_select="rerun" if on_point is not None else "ignore", selection_mode="points",

@@ -29,6 +29,7 @@ from prefshap_core.analysis.sides import (
 from prefshap_core.explain.explanation import Explanation
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
+VIEW_PARAM = {ALL: "all", GROUPS: "groups", CONTEXT: "context"}  # ?view= of each subset
 REST = "any other item"
 RANGE_OPS = (">", ">=", "<", "<=")
 
@@ -139,6 +140,11 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
     contexts = workflow.context_columns(data)
     options = [ALL] + ([GROUPS] if has_groups else []) + ([CONTEXT] if contexts else [])
     top = st.columns([3, 1, 1], vertical_alignment="bottom")
+    linked = links.take("view", [VIEW_PARAM[o] for o in options])
+    if linked is not None:  # a link just opened: its view wins over the widget's own
+        st.session_state[f"explain:subset:{fp}"] = next(
+            o for o in options if VIEW_PARAM[o] == linked
+        )
     choice = top[0].segmented_control(
         "Duels to explain", options, default=ALL, required=True,
         key=f"explain:subset:{fp}", persist_state=state.PERSIST,
@@ -152,16 +158,23 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
     with top[2]:
         precision_control("explain")
     if choice == ALL:
+        links.write(view="all")
         return Subset(test, "All test duels", int(cap), _winner_view)
     if choice == GROUPS:
+        links.write(view="groups")
         return _groups(loaded, test, int(cap))
     c = st.columns([2, 2, 2, 2])
+    linked_column, _, linked_value = (links.take("context") or "").partition(" = ")
+    if linked_column in contexts and linked_value in contexts[linked_column]:
+        st.session_state[f"explain:ccol:{fp}"] = linked_column
+        st.session_state[f"explain:cval:{fp}:{linked_column}"] = linked_value
     column = c[0].selectbox(
         "Context column", list(contexts), key=f"explain:ccol:{fp}", persist_state=state.PERSIST
     )
     value = c[1].selectbox(
         "Value", contexts[column], key=f"explain:cval:{fp}:{column}", persist_state=state.PERSIST
     )
+    links.write(view="context", context=f"{column} = {value}")
     held_out = c[3].toggle(
         "Test duels only", value=True, key=f"explain:ctest:{fp}", persist_state=state.PERSIST,
         help="Off: all duels of the dataset, including those the model was trained on.",
@@ -184,7 +197,6 @@ def render() -> None:
     if ready is None:
         return
     loaded, model = ready
-    links.write()
     st.caption(
         f"{services.model_title(model.kind)} on **{loaded.title}**. Each point is a duel seen "
         "from its winner: right of zero, the feature helped the winner; red, the winner had "

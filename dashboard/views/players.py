@@ -29,6 +29,9 @@ def _pick_item(loaded: state.LoadedData) -> str:
     labels = {str(i): str(lab) for i, lab in zip(data.item_ids, data.labels, strict=True)}
     counts = {str(data.item_ids[k]): int(activity[k]) for k in order}
     current = state.selected_item(loaded)
+    linked = links.take("player", ids)
+    if linked is not None:  # a link just opened: its player wins over the widget's own
+        st.session_state[f"players:item:{loaded.fingerprint}"] = linked
     item_id = st.selectbox(
         "Player (type to search by name or id)",
         ids,
@@ -109,9 +112,11 @@ def render() -> None:
     with c[2]:
         precision_control("players")
     with c[0]:
+        linked = links.take("view", list(VIEWS))
+        if linked is not None:
+            st.session_state[f"players:view:{loaded.fingerprint}"] = linked
         view = st.segmented_control(
-            "Explain", list(VIEWS), format_func=VIEWS.get,
-            default=links.view_param("view", list(VIEWS)) or "all", required=True,
+            "Explain", list(VIEWS), format_func=VIEWS.get, default="all", required=True,
             key=f"players:view:{loaded.fingerprint}", persist_state=state.PERSIST,
         )  # fmt: skip
     with c[1]:
