@@ -232,3 +232,28 @@ def test_a_deep_link_opens_an_explain_view_and_a_duel() -> None:
     assert_clean(fresh)
     assert "Duel 42:" in texts(fresh)
     assert fresh.query_params["duel"] == "42"
+
+
+def test_head_to_head_per_context_on_a_cgpm() -> None:
+    at = goto(sample_upload(new_app()), "train")
+    fp = _fp(at)
+    at.radio(key=f"train:kind:{fp}").set_value("cgpm")
+    at.number_input(key="train:centres").set_value(120)
+    next(b for b in at.button if b.label == "Train").click()
+    at = goto(settle(at), "head_to_head")
+    assert_clean(at)
+    data, fn = _loaded(at).data, _model(at).result.function
+    a, b = most_active_pair(data)
+    pref = pair_preference(fn, data.items[[data.item_index(a)]], data.items[[data.item_index(b)]])
+    table = next(d.value for d in at.dataframe if "observed context value" in d.value.columns)
+    assert table["observed context value"].tolist() == [
+        f"{g} = {v}" for g, v in zip(pref.by_context["group"], pref.by_context["value"],
+                                     strict=True)
+    ]  # fmt: skip
+    shown = table.iloc[:, 1].str.removesuffix(" %").astype(float).to_numpy()
+    np.testing.assert_allclose(shown, 100 * pref.by_context["p_a"].to_numpy(), atol=0.051)
+    # The waterfall has the item and the context part (under the chosen context).
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert len(spec["data"]) == 2
+    box = next(s for s in at.selectbox if s.label == "Context of the explained duel")
+    assert len(box.options) == len(fn.contexts)

@@ -15,6 +15,7 @@ from dashboard.components.export import figure_exports, file_stem, provenance
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
+from prefshap_core.analysis.contexts import context_row_labels
 from prefshap_core.analysis.covariates import editable_columns, encode_covariates, raw_covariates
 from prefshap_core.analysis.head_to_head import meetings, most_active_pair, pair_preference
 from prefshap_core.errors import PrefShapError
@@ -93,12 +94,7 @@ def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int 
     fn = model.result.function
     if fn.kind != "cgpm" or fn.contexts is None or fn.context_space is None:
         return None
-    from prefshap_core.data.encoding import EncodingSpec, row_labels
-
-    spec = loaded.data.context_encoding or EncodingSpec.from_feature_space(
-        fn.context_space, "context"
-    )
-    labels = row_labels(fn.context_space.to_raw(fn.contexts), spec).tolist()
+    labels = context_row_labels(fn.context_space, fn.contexts, loaded.data.context_encoding)
     order = np.argsort(-np.asarray(fn.context_weights), kind="stable").tolist()
     chosen = state.selected_context(loaded)
     index = order.index(labels.index(chosen)) if chosen in labels else 0

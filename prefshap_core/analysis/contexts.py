@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prefshap_core.data.encoding import EncodingSpec, row_labels
 from prefshap_core.data.feature_space import FeatureSpace
 
 # A numeric context column with at most this many distinct observed values is shown
@@ -80,3 +81,11 @@ def _value_order(value: str) -> tuple[int, float, str]:
         return (0, float(value), "")
     except ValueError:
         return (1, 0.0, value)
+
+
+def context_row_labels(
+    space: FeatureSpace, contexts: np.ndarray, spec: EncodingSpec | None = None
+) -> list[str]:
+    """A readable label per context row, e.g. ``"Outdoor / Clay"``."""
+    spec = spec or EncodingSpec.from_feature_space(space, "context")
+    return row_labels(space.to_raw(contexts), spec).tolist()
