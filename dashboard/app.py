@@ -43,6 +43,7 @@ PAGES = {
     "duel": ("views/duel.py", "Duel", ":material/sports_mma:"),
     "head-to-head": ("views/head_to_head.py", "Head-to-head", ":material/compare_arrows:"),
     "rankings": ("views/rankings.py", "Rankings", ":material/leaderboard:"),
+    "intransitivity": ("views/intransitivity.py", "Intransitivity", ":material/cycle:"),
 }
 FIRST_PAGE = "explain"  # the demo's explanation: useful at once
 

@@ -24,9 +24,10 @@ import streamlit as st
 from dashboard import sources, state
 from dashboard.jobs import Job
 from prefshap_core import workflow
+from prefshap_core.analysis.explorer import DatasetIntransitivity, dataset_intransitivity
 from prefshap_core.analysis.rankings import Rankings, rankings
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
-from prefshap_core.explain import DEFAULT_MAX_EXACT_PLAYERS, explain_context, explain_items
+from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.progress import Progress
 
@@ -49,7 +50,7 @@ def disk_cache() -> DiskCache:
     return _disk_cache(str(cache_dir()))
 
 
-Owner = tuple[str, str, str]  # (data fingerprint, settings fingerprint, "items"/"context")
+Owner = tuple[str, str, str]  # (data fingerprint, settings fingerprint, options key)
 
 
 class ExplanationStore:
@@ -166,27 +167,33 @@ class Precision:
     mode: str = "auto"  # "auto" | "exact" | "sampled"
     n_samples: int = 512
 
-    def engine_options(self) -> dict[str, int | None]:
+    def options(self, what: str) -> ExplainOptions:
+        """The engine's options for explaining ``what`` ("items" | "context") so."""
         if self.mode == "exact":
-            return {"max_exact_players": 10**9, "n_samples": None}
+            return ExplainOptions(what=what, max_exact_players=10**9)  # type: ignore[arg-type]
         if self.mode == "sampled":
-            return {"max_exact_players": 0, "n_samples": int(self.n_samples)}
-        return {"max_exact_players": DEFAULT_MAX_EXACT_PLAYERS, "n_samples": None}
+            return ExplainOptions(what=what, max_exact_players=0, n_samples=int(self.n_samples))  # type: ignore[arg-type]
+        return ExplainOptions(what=what)  # type: ignore[arg-type]
 
-    def key(self) -> str:
-        """Part of cache keys ("" for the default, so older cache entries still match)."""
-        return "" if self.mode == "auto" else f"{self.mode}:{self.n_samples}"
+
+def session_precision() -> Precision:
+    """The session's choice (the precision control on the explaining pages)."""
+    mode, n_samples = state.precision()
+    return Precision(mode, n_samples)
 
 
 @dataclass(frozen=True, eq=False)
 class ExplainRequest:
     """Which duels to explain, after capping: what a page asks the engine for."""
 
-    what: str  # "items" | "context"
+    options: ExplainOptions  # what is explained and how
     duels: np.ndarray  # duel indices of the dataset (sorted)
     n_available: int  # how many the subset had before capping
     key: str
-    precision: Precision = Precision()
+
+    @property
+    def what(self) -> str:
+        return self.options.what
 
     @property
     def sampled(self) -> bool:
@@ -205,24 +212,33 @@ def request(
 ) -> ExplainRequest:
     """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation.
 
-    ``precision``: default the session's choice (:func:`state.precision`)."""
-    precision = precision or session_precision()
+    ``precision``: default the session's choice (:func:`session_precision`)."""
     n_available = len(np.unique(duels))
     duels = workflow.sample_duels(duels, cap, seed)
-    extra = {"precision": precision.key()} if precision.key() else {}
-    key = explanation_key(loaded.fingerprint, model.settings_fp, what, duels, seed=seed, **extra)
-    return ExplainRequest(what, duels, n_available, key, precision)
+    options = (precision or session_precision()).options(what)
+    dtype = model.result.settings.dtype
+    key = explanation_key(
+        loaded.fingerprint, model.settings_fp, duels, options, dtype, cap_seed=seed
+    )
+    return ExplainRequest(options, duels, n_available, key)
 
 
-def session_precision() -> Precision:
-    mode, n_samples = state.precision()
-    return Precision(mode, n_samples)
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _explainer(model_key: tuple[str, str], options_key: str, _fn, _options) -> Explainer:
+    return Explainer(_fn, _options)
 
 
-def _owner(
-    loaded: state.LoadedData, model: state.TrainedModel, what: str, precision: Precision
-) -> Owner:
-    return (loaded.fingerprint, model.settings_fp, f"{what}|{precision.key()}")
+def explainer_for(model: state.TrainedModel, options: ExplainOptions) -> Explainer:
+    """One explainer per model and options for the whole server: it keeps each
+    coalition's factorization, so later explanations between the same pool are cheap."""
+    key = (model.data_fp, model.settings_fp)
+    return _explainer(key, options.key(), model.result.function, options)
+
+
+def _owner(loaded: state.LoadedData, model: state.TrainedModel, options: ExplainOptions) -> Owner:
+    # Precision is part of the owner: a duel is never cut from an explanation made
+    # with other options.
+    return (loaded.fingerprint, model.settings_fp, options.key())
 
 
 def cached_explanation(
@@ -233,7 +249,7 @@ def cached_explanation(
     if expl is None:
         expl = disk_cache().load_explanation(req.key)
         if expl is not None:
-            store.put(req.key, _owner(loaded, model, req.what, req.precision), expl)
+            store.put(req.key, _owner(loaded, model, req.options), expl)
     return expl
 
 
@@ -242,7 +258,7 @@ def duel_from_earlier(
 ) -> Explanation | None:
     """One duel's explanation cut from an explanation already made (e.g. a player's
     losses), so opening a duel from the Players page costs nothing."""
-    owner = _owner(loaded, model, what, session_precision())
+    owner = _owner(loaded, model, session_precision().options(what))
     return explanation_store().find_duel(owner, str(loaded.data.duel_ids[duel]))
 
 
@@ -257,12 +273,15 @@ def explain_now(
     if found is not None:
         return found
     expl = workflow.explain_duels(
-        model.result.function, loaded.data, req.duels, what=req.what, progress=progress,
-        **req.precision.engine_options(),
-    )  # fmt: skip
+        model.result.function,
+        loaded.data,
+        req.duels,
+        explainer=explainer_for(model, req.options),
+        progress=progress,
+    )
     expl = replace(expl, meta={**expl.meta, "dataset": loaded.title})
     disk_cache().save_explanation(req.key, expl)
-    explanation_store().put(req.key, _owner(loaded, model, req.what, req.precision), expl)
+    explanation_store().put(req.key, _owner(loaded, model, req.options), expl)
     return expl
 
 
@@ -342,6 +361,35 @@ def ensure_demo(progress: Progress | None = None) -> None:
     state.set_model(model)
 
 
+# -- intransitivity ----------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _intransitivity(
+    data_fp: str,
+    settings_fp: str,
+    n_items: int,
+    context: tuple[tuple[str, str], ...],
+    top: int,
+    _loaded: state.LoadedData,
+    _model: state.TrainedModel,
+) -> DatasetIntransitivity:
+    return dataset_intransitivity(
+        _model.result.function, _loaded.data, n_items, context=dict(context), top=top
+    )
+
+
+def intransitivity(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    n_items: int,
+    context: dict[str, str],
+    top: int = 20,
+) -> DatasetIntransitivity:
+    """The model's cyclic share and cycles on the most active items, and the data's
+    own cycles (seconds at most: computed here, kept per model in this process)."""
+    key = tuple(sorted(context.items()))
+    return _intransitivity(loaded.fingerprint, model.settings_fp, n_items, key, top, loaded, model)
+
+
 # -- deep links ------------------------------------------------------------------------------
 def model_by_fingerprint(loaded: state.LoadedData, settings_fp: str) -> state.TrainedModel | None:
     """A model of ``loaded`` by its settings fingerprint, from the disk cache (or None)."""
@@ -357,32 +405,21 @@ def explain_pair(
     model: state.TrainedModel,
     left: np.ndarray,
     right: np.ndarray,
+    labels: tuple[str, str],
     *,
     what: str = "items",
     contexts: np.ndarray | None = None,
     precision: Precision | None = None,
 ) -> Explanation:
-    """Explanation of duels given by item ids (the one place that calls the explainer
-    for pages other than Explain/Players/Duel, so switching the engine API is here)."""
-    fn = model.result.function
-    common = (precision or session_precision()).engine_options()
-    left, right = np.asarray(left).astype(str), np.asarray(right).astype(str)
-    if what == "items":
-        expl = explain_items(fn, left, right, **common)
-    else:
-        assert contexts is not None
-        expl = explain_context(fn, left, right, contexts, **common)
-    labels = dict(
-        zip(
-            loaded.data.item_ids.astype(str),
-            np.asarray(loaded.data.labels).astype(str),
-            strict=True,
-        )
-    )
+    """The explanation of one duel ``left`` vs ``right``: item ids, or model-space rows
+    (what-if edits), ``labels`` their display names. Through the server's explainer
+    of this model and options, whose kept factorizations make each edit fast."""
+    options = (precision or session_precision()).options(what)
+    expl = explainer_for(model, options)(left, right, contexts=contexts)
     return replace(
         expl,
-        left_labels=np.array([labels[i] for i in left]),
-        right_labels=np.array([labels[i] for i in right]),
+        left_labels=np.array([labels[0]]),
+        right_labels=np.array([labels[1]]),
         meta={**expl.meta, "dataset": loaded.title},
     )
 

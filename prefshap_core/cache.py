@@ -38,6 +38,7 @@ import numpy as np
 
 from prefshap_core.data.duel_data import Split
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.options import ENGINE_VERSION, ExplainOptions
 from prefshap_core.models.model_file import load_model, save_model
 from prefshap_core.paths import repo_root
 from prefshap_core.workflow import TrainingResult, TrainSettings
@@ -72,13 +73,22 @@ def cache_dir() -> Path:
 
 
 def explanation_key(
-    data_fp: str, settings_fp: str, what: str, duels: np.ndarray, **options: Any
+    data_fp: str,
+    settings_fp: str,
+    duels: np.ndarray,
+    options: ExplainOptions,
+    dtype: str = "float64",
+    **extra: Any,
 ) -> str:
-    """A stable key for an explanation of ``duels`` (indices) with the given options."""
+    """A stable key for an explanation of ``duels`` (indices) with these options.
+
+    It holds the engine's version and every option that can change a number, so a
+    change of numerics (a bumped :data:`ENGINE_VERSION`) never serves stale entries.
+    """
     h = hashlib.sha256()
-    h.update(f"{data_fp}|{settings_fp}|{what}|".encode())
+    h.update(f"{ENGINE_VERSION}|{data_fp}|{settings_fp}|{options.key()}|{dtype}|".encode())
     h.update(np.ascontiguousarray(np.asarray(duels, dtype=np.int64)).tobytes())
-    h.update(json.dumps(options, sort_keys=True, default=str).encode())
+    h.update(json.dumps(extra, sort_keys=True, default=str).encode())
     return h.hexdigest()[:32]
 
 

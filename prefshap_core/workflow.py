@@ -19,11 +19,13 @@ import pandas as pd
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, Split, split_duels
 from prefshap_core.errors import DataValidationError
-from prefshap_core.explain.cme import EngineStats
-from prefshap_core.explain.explainer import explain_context, explain_items
+from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambda
+from prefshap_core.explain.explainer import Explainer
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.options import ExplainOptions
 from prefshap_core.metrics import duel_rankability
 from prefshap_core.models.estimators import PreferenceModel, make_model
+from prefshap_core.models.hyperparameters import DEFAULT_CONTEXT_CME_LAMBDA
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
 
@@ -140,8 +142,10 @@ def train(
     winners = np.where(train_y > 0, data.left[split.train], data.right[split.train])
     losers = np.where(train_y > 0, data.right[split.train], data.left[split.train])
     specr, specr_items = duel_rankability(winners, losers, data.n_items)
-    function = model.function_
+    progress.update("Choosing the CME regularisers", 0.97)
+    function = choose_cme_regularisers(model.function_, settings)
     function.metadata.update(
+        cme_lambda=function.cme_lambda,
         test_metrics=metrics["test"],
         upm_test_metrics=baseline_metrics,
         specr=specr,
@@ -165,6 +169,32 @@ def train(
     )
 
 
+def choose_cme_regularisers(fn: PreferenceFunction, settings: TrainSettings) -> PreferenceFunction:
+    """``fn`` with its explanations' CME regularisers chosen by held-out CME error.
+
+    Values the user set in ``settings`` are kept; the model file stores the result.
+    """
+    search = LambdaSearch(seed=settings.seed)
+    changes: dict[str, float] = {}
+    if settings.cme_lambda is None:
+        compute = Compute(device=settings.device, dtype=settings.dtype)
+        changes["cme_lambda"] = choose_cme_lambda(
+            fn.items, fn.lengthscales, fn.item_space.feature_group, search=search, compute=compute
+        )
+    if fn.kind == "cgpm" and settings.context_cme_lambda is None:
+        assert fn.contexts is not None and fn.context_space is not None
+        assert fn.context_lengthscales is not None
+        changes["context_cme_lambda"] = choose_cme_lambda(
+            fn.contexts,
+            fn.context_lengthscales,
+            fn.context_space.feature_group,
+            weights=fn.context_weights,
+            search=search,
+            fallback=DEFAULT_CONTEXT_CME_LAMBDA,
+        )
+    return replace(fn, **changes) if changes else fn
+
+
 # -- explanations ------------------------------------------------------------------
 
 
@@ -172,47 +202,35 @@ def explain_duels(
     fn: PreferenceFunction,
     data: DuelData,
     duels: np.ndarray,
+    options: ExplainOptions | None = None,
     *,
-    what: str = "items",
-    max_exact_players: int = 12,
-    n_samples: int | None = None,
-    seed: int = 0,
+    explainer: Explainer | None = None,
     compute: Compute | None = None,
     progress: Progress | None = None,
-    stats: EngineStats | None = None,
-    cme_method: str = "auto",
 ) -> Explanation:
     """Explain duels of ``data`` (indices) with ``fn``; ids, labels and winners filled in.
 
-    ``what="items"``: item feature groups (C-GPM: the context-averaged model);
-    ``what="context"``: a C-GPM's context groups under each duel's own context.
-    ``cme_method``: ``"auto"``, ``"cholesky"``, ``"cg"`` or ``"nystrom"`` (the
-    explainer's ``method``: how the coalition CMEs are solved).
+    ``options.what="items"``: item feature groups (C-GPM: the context-averaged model);
+    ``"context"``: a C-GPM's context groups under each duel's own context. Pass an
+    ``explainer`` (of ``fn``, with these options) to reuse its kept factorizations.
     """
     duels = np.asarray(duels, dtype=np.int64)
-    left_ids = data.item_ids[data.left[duels]]
-    right_ids = data.item_ids[data.right[duels]]
-    common: dict[str, Any] = dict(
-        winners=data.y[duels],
-        duel_ids=data.duel_ids[duels],
-        max_exact_players=max_exact_players,
-        n_samples=n_samples,
-        seed=seed,
-        compute=compute,
-        progress=progress,
-        stats=stats,
-        method=cme_method,
-    )
-    if what == "items":
-        expl = explain_items(fn, left_ids, right_ids, **common)
-    elif what == "context":
+    explainer = explainer or Explainer(fn, options, compute=compute)
+    what = explainer.options.what
+    contexts = None
+    if what == "context":
         if not data.has_context or fn.kind != "cgpm":
             raise DataValidationError("context explanations need a C-GPM and duels with context")
         assert data.contexts is not None and data.context_index is not None
         contexts = data.contexts[data.context_index[duels]]
-        expl = explain_context(fn, left_ids, right_ids, contexts, **common)
-    else:
-        raise ValueError(f"what must be 'items' or 'context', got {what!r}")
+    expl = explainer(
+        data.item_ids[data.left[duels]],
+        data.item_ids[data.right[duels]],
+        contexts=contexts,
+        winners=data.y[duels],
+        duel_ids=data.duel_ids[duels],
+        progress=progress,
+    )
     labels = data.labels
     return replace(
         expl,

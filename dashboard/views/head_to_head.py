@@ -4,6 +4,7 @@ past meetings, the explanation of their duel seen from A, and what-if edits."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -151,29 +152,45 @@ def render() -> None:
                     "the observed contexts with that value)")  # fmt: skip
         st.dataframe(table, hide_index=True, width="stretch")
     context_row = _context_choice(loaded, model)
-    _explanation(loaded, model, a, b, names, edited, context_row)
-    st.caption(f"Model evaluated in {1000 * (time.perf_counter() - started):.0f} ms.")
+    sides = _Sides(a, b, x_a, x_b, edited)
+    _explanation(loaded, model, sides, names, context_row)
+    st.caption(
+        f"Probabilities and explanation computed in "
+        f"{time.perf_counter() - started:.2f} s" + (" (after your edit)." if edited else ".")
+    )
     _meetings(loaded, met, names, a, b)
     view = {"a": a, "b": b, "context": state.selected_context(loaded)}
     links.write(**view)
 
 
-def _explanation(loaded, model, a, b, names, edited, context_row) -> None:
+@dataclass(frozen=True, eq=False)
+class _Sides:
+    a: str
+    b: str
+    x_a: np.ndarray  # (1, d) model-space rows, edited or not
+    x_b: np.ndarray
+    edited: bool
+
+
+def _explanation(loaded, model, sides: _Sides, names, context_row) -> None:
+    a, b = sides.a, sides.b
     c = st.columns([4, 1], vertical_alignment="bottom")
-    c[0].subheader(f"Why: {names[a]} vs {names[b]}, seen from {names[a]}")
+    edited = " (edited)" if sides.edited else ""
+    c[0].subheader(f"Why: {names[a]}{edited} vs {names[b]}, seen from {names[a]}")
     with c[1]:
         precision_control("head-to-head")
-    if edited:
-        st.caption("The waterfall explains the original items; the probability above "
-                   "includes your edits.")  # fmt: skip
     fn = model.result.function
-    items = services.explain_pair(loaded, model, [a], [b])
+    # Unedited: by id (the explainer's own pool rows); edited: the edited rows.
+    left, right = (sides.x_a, sides.x_b) if sides.edited else ([a], [b])
+    labels = (names[a] + edited, names[b])
+    items = services.explain_pair(loaded, model, left, right, labels)
     ctx = None
     if context_row is not None:
         assert fn.contexts is not None
         ctx = services.explain_pair(
-            loaded, model, [a], [b], what="context", contexts=fn.contexts[[context_row]]
-        )
+            loaded, model, left, right, labels, what="context",
+            contexts=fn.contexts[[context_row]],
+        )  # fmt: skip
     fig = waterfall(items, ctx)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="h2h:waterfall")
     figure_exports(

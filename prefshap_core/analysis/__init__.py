@@ -1,4 +1,7 @@
-"""Analyst's questions on a fitted model and its data (no Streamlit, no plotting).
+"""Analyses of a fitted preference function and its data (no Streamlit, no plotting).
+
+Of the model as a whole: :mod:`intransitivity`, :mod:`triangles`, :mod:`explorer`,
+:mod:`context_condition`. The analyst's questions:
 
 - :mod:`contexts`: which observed contexts share a category of a context group.
 - :mod:`head_to_head`: P(A beats B) under each observed context value and averaged,

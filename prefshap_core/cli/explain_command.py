@@ -12,8 +12,10 @@ DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``win
 column per model context column (``context_names``, raw values, standardised with the
 model's offset and scale), or one column per categorical context group holding its
 category (e.g. ``surface`` = ``Clay`` for columns ``surface=Clay``, ...).
-OUT.csv: one row per input duel, in input order: ``left,right,output,base_value``,
-then one column per player (group name); values left-vs-right (positive favours left).
+OUT.csv: one row per input duel, in input order: ``left,right``, then ``duel_id`` and
+``winner`` when DUELS.csv has them (as given), ``output,base_value``, one column per
+player (group name), then for sampled runs ``se:<player>`` (standard errors of the
+sampled values); values left-vs-right (positive favours left).
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from prefshap_core.compute import Compute
 from prefshap_core.data.csv_io import read_table, row_numbers
 from prefshap_core.data.encoding import EncodingSpec, encode_rows
 from prefshap_core.errors import DataValidationError
-from prefshap_core.explain.cme_select import METHODS
-from prefshap_core.explain.explainer import explain_context, explain_items
+from prefshap_core.explain import Explainer, ExplainOptions, cme_options
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.options import CME_METHODS
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -56,7 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument(
         "--cme-method",
-        choices=METHODS,
+        choices=tuple(CME_METHODS),
         default="auto",
         help="how the coalition CMEs are solved: exact Cholesky, preconditioned CG (exact "
         "to its tolerance), Nyström (approximate, very large pools), or auto (default)",
@@ -76,36 +79,35 @@ def run(args: argparse.Namespace) -> int:
     table = read_table(Path(args.duels), file_name=file_name)
     left, right = _ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name)
     winners = _winners(table, left, right, file_name)
-    options = dict(
-        winners=winners,
-        duel_ids=np.array([str(r) for r in row_numbers(table)]),
-        max_exact_players=10**9 if args.exact else (0 if args.samples is not None else 12),
+    options = ExplainOptions(
+        what=args.what,
+        max_exact_players=10**9 if args.exact else (0 if args.samples is not None else None),
         n_samples=args.samples,
         seed=args.seed,
-        compute=Compute(device=args.device, dtype=args.dtype),
-        progress=stderr_progress(args.quiet),
-        method=args.cme_method,
+        cme=cme_options(args.cme_method),
     )
+    contexts = None
     if args.what == "context":
         if fn.kind != "cgpm":
             raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
         contexts = _contexts(table, fn, file_name)
-        expl = explain_context(fn, left, right, contexts, **options)
-    else:
-        expl = explain_items(fn, left, right, **options)
-
-    out = pd.DataFrame(
-        {"left": left, "right": right, "output": expl.outputs, "base_value": expl.base_values}
+    explainer = Explainer(fn, options, compute=Compute(device=args.device, dtype=args.dtype))
+    expl = explainer(
+        left,
+        right,
+        contexts=contexts,
+        winners=winners,
+        duel_ids=np.array([str(r) for r in row_numbers(table)]),
+        progress=stderr_progress(args.quiet),
     )
-    for j, name in enumerate(expl.player_names):
-        out[name] = expl.values[:, j]
+    out = explanation_table(expl, table)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(args.out, index=False, float_format="%.17g")
     summary = {
         "duels": len(out),
         "what": args.what,
         "players": list(expl.player_names),
-        "method": expl.meta.get("method"),
+        "shapley": expl.meta.get("shapley"),
         "n_coalitions": expl.meta.get("n_coalitions"),
         "cme_method": expl.meta.get("cme", {}).get("method"),
         "max_efficiency_gap": expl.efficiency_gap(),
@@ -115,6 +117,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(json.dumps(summary), file=sys.stderr)
     return 0
+
+
+def explanation_table(expl: Explanation, table: pd.DataFrame) -> pd.DataFrame:
+    """The output layout of every ``--what``: ids, [duel_id, winner], output, values, [se]."""
+    out = pd.DataFrame({"left": expl.left_ids, "right": expl.right_ids})
+    for name in ("duel_id", "winner"):
+        if name in table.columns:
+            out[name] = table[name].to_numpy()
+    out["output"] = expl.outputs
+    out["base_value"] = expl.base_values
+    for j, name in enumerate(expl.player_names):
+        out[name] = expl.values[:, j]
+    if expl.meta.get("shapley") == "sampled" and expl.standard_errors is not None:
+        for j, name in enumerate(expl.player_names):
+            out[f"se:{name}"] = expl.standard_errors[:, j]
+    return out
 
 
 def _column(table: pd.DataFrame, name: str, file_name: str) -> pd.Series:

@@ -1,40 +1,65 @@
-"""Pref-SHAP explanations: Shapley values of item and context features of duels."""
+"""Pref-SHAP explanations: Shapley values of item and context features of duels.
 
-from prefshap_core.explain.cme import (
+    from prefshap_core.explain import Explainer, ExplainOptions
+    explanation = Explainer(fn, ExplainOptions(what="items"))(left, right)
+
+Sub-packages by role (docs/method.md has the maths): ``games`` (value functions),
+``cme`` (conditional mean embeddings and their backends), ``shapley`` (coalitions
+and estimators); ``executor`` is where coalition batches run.
+"""
+
+from prefshap_core.explain.cme.base import (
     DEFAULT_CME_LAMBDA,
     DEFAULT_CONTEXT_CME_LAMBDA,
-    CholeskySolver,
-    CMESolver,
-    CMESystem,
     EngineStats,
 )
-from prefshap_core.explain.cme_lambda import choose_cme_lambda, cme_lambda_scores
-from prefshap_core.explain.coalitions import (
+from prefshap_core.explain.cme.regulariser import (
+    LambdaSearch,
+    choose_cme_lambda,
+    cme_lambda_scores,
+)
+from prefshap_core.explain.executor import Executor, LocalExecutor
+from prefshap_core.explain.explainer import CoalitionTable, Explainer
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.options import (
+    DEFAULT_MAX_EXACT_PLAYERS,
+    ENGINE_VERSION,
+    AutoOptions,
+    CGOptions,
+    CholeskyOptions,
+    CMEOptions,
+    ExplainOptions,
+    NystromOptions,
+    cme_options,
+)
+from prefshap_core.explain.shapley import (
     CoalitionSet,
     all_coalitions,
     sample_paired_coalitions,
 )
-from prefshap_core.explain.explainer import (
-    DEFAULT_MAX_EXACT_PLAYERS,
-    explain_context,
-    explain_items,
-)
-from prefshap_core.explain.explanation import Explanation
 
 __all__ = [
     "DEFAULT_CME_LAMBDA",
     "DEFAULT_CONTEXT_CME_LAMBDA",
     "DEFAULT_MAX_EXACT_PLAYERS",
-    "CMESolver",
-    "CMESystem",
-    "CholeskySolver",
+    "ENGINE_VERSION",
+    "AutoOptions",
+    "CGOptions",
+    "CMEOptions",
+    "CholeskyOptions",
     "CoalitionSet",
+    "CoalitionTable",
     "EngineStats",
+    "Executor",
+    "ExplainOptions",
+    "Explainer",
     "Explanation",
+    "LambdaSearch",
+    "LocalExecutor",
+    "NystromOptions",
     "all_coalitions",
     "choose_cme_lambda",
     "cme_lambda_scores",
-    "explain_context",
-    "explain_items",
+    "cme_options",
     "sample_paired_coalitions",
 ]

@@ -1,31 +1,27 @@
-"""Public entry points: Pref-SHAP explanations of item and context features.
+"""The Pref-SHAP explainer: one object per model that explains any duels asked of it.
 
-    explain_items(fn, left, right)              GPM, UPM, C-GPM (context-averaged g_bar)
-    explain_context(fn, left, right, contexts)  C-GPM context features (Prop. 3.3)
+    explainer = Explainer(fn, ExplainOptions(what="items"))
+    explanation = explainer(left, right, winners=y)          # -> Explanation
 
-Both return an :class:`Explanation` with values left-vs-right and
-``base_values + values.sum(1) == outputs`` to float precision, because the
-boundary coalitions are fixed by definition (METHOD.md): ``v(full)`` is the model
-output (``g``, or ``g_bar`` for C-GPM items; ``g(u, ., .)`` for context) and
-``v(empty)`` is 0 for items and ``g_bar`` for context. So the context explanation's
-base value is the item explanation's output.
+The layers (docs/method.md): the duels are resolved and put in canonical
+orientation (:mod:`duels`); a *game* (:mod:`games`: item or context value
+functions) gives coalition values, its conditional mean embeddings solved by a CME
+*backend* (:mod:`cme`); a Shapley *estimator* (:mod:`shapley`: exact enumeration or
+sampling) turns them into values; an *executor* (:mod:`executor`) decides where the
+coalition batches run. The explainer keeps its games between calls, and with them
+each coalition's factorization (bounded by ``options.factor_cache_bytes``), so a
+later call about new duels between the same pool pays only for its new queries.
 
-Exact antisymmetry: duels are put in a canonical orientation (smaller pool row on
-the left) and deduplicated (with the context, if any) before anything is computed;
-values are computed once per canonical duel and negated for swapped ones. A duel
-and its swap are therefore the same floats negated, within one call and across
-calls that query the same items.
-
-Aggregates (an item's duels, its losses or wins, any subset, context on average;
-Table 1 of the paper) are means of per-duel Shapley values by linearity:
-``Explanation.from_point_of_view``, ``losses_of``, ``wins_of``, ``subset`` and
-``mean`` give them.
+Every explanation satisfies efficiency exactly, because the boundary coalitions are
+fixed by definition: ``v(full)`` is the model output (``g``; ``g_bar`` for C-GPM
+items; ``g(u, ., .)`` for context) and ``v(empty)`` is 0 for items and ``g_bar`` for
+context (so a context explanation's base value is the item explanation's output).
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,142 +29,326 @@ import numpy as np
 
 from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
-from prefshap_core.explain.cme import (
+from prefshap_core.explain.cme.backends import CMEBackend, make_backend
+from prefshap_core.explain.cme.base import (
     DEFAULT_CME_LAMBDA,
     DEFAULT_CONTEXT_CME_LAMBDA,
-    CMESolver,
     EngineStats,
 )
-from prefshap_core.explain.cme_select import CMEPlan, plan_cme
-from prefshap_core.explain.coalitions import (
-    CoalitionSet,
-    all_coalitions,
-    sample_paired_coalitions,
-)
+from prefshap_core.explain.duels import CanonicalDuels, canonical_duels, resolve_side
+from prefshap_core.explain.executor import CoalitionWork, LocalExecutor, coalition_slices
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.games.base import Game
+from prefshap_core.explain.games.context import ContextGame
+from prefshap_core.explain.games.items import ItemGame
+from prefshap_core.explain.options import ExplainOptions
 from prefshap_core.explain.player_data import context_columns, player_differences
-from prefshap_core.explain.shapley import ExactShapley, KernelShapley
-from prefshap_core.explain.value_context import ContextGame
-from prefshap_core.explain.value_items import ItemGame, resolve_lambda
+from prefshap_core.explain.shapley import (
+    CoalitionSet,
+    ExactShapley,
+    KernelShapley,
+    all_coalitions,
+    choose_coalitions,
+)
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
 
-DEFAULT_MAX_EXACT_PLAYERS = 12
 # Coalition values held at once (K x duels, float64): 2^25 values = 256 MB.
 _MAX_VALUES_IN_MEMORY = 1 << 25
 
 
 @dataclass(frozen=True)
-class _Canonical:
-    keys: np.ndarray  # (U, 2 or 3) distinct canonical duels: (a, b[, context]) with a <= b
-    inverse: np.ndarray  # (D,) row of keys of each duel
-    sign: np.ndarray  # (D,) -1.0 where the duel was swapped
+class CoalitionTable:
+    """The values of every coalition for each duel, left-vs-right (exact runs).
 
-
-def _canonical(left: np.ndarray, right: np.ndarray, context: np.ndarray | None) -> _Canonical:
-    sign = np.where(left > right, -1.0, 1.0)
-    cols = [np.minimum(left, right), np.maximum(left, right)]
-    if context is not None:
-        cols.append(context)
-    keys, inverse = np.unique(np.stack(cols, 1), axis=0, return_inverse=True)
-    return _Canonical(keys, inverse.reshape(-1), sign)
-
-
-def _item_rows(fn: PreferenceFunction, items: np.ndarray, side: str) -> np.ndarray:
-    """Pool rows from pool rows (integers) or item ids (anything else)."""
-    items = np.asarray(items)
-    if items.ndim != 1:
-        raise DataValidationError("expected one item per duel", column=side)
-    if items.dtype.kind in "iu":
-        bad = np.flatnonzero((items < 0) | (items >= len(fn.items)))
-        if len(bad):
-            raise DataValidationError(
-                f"item row {items[bad[0]]} is outside the model's {len(fn.items)} items",
-                row=int(bad[0]) + 1,
-                column=side,
-            )
-        return items.astype(np.int64)
-    index = {str(i): k for k, i in enumerate(fn.item_ids)}
-    rows = np.empty(len(items), dtype=np.int64)
-    for k, item in enumerate(items):
-        row = index.get(str(item))
-        if row is None:
-            raise DataValidationError(
-                f"unknown item id {item!r} (not in the model's items)", row=k + 1, column=side
-            )
-        rows[k] = row
-    return rows
-
-
-def _choose_coalitions(
-    n_players: int, max_exact_players: int, n_samples: int | None, seed: int
-) -> CoalitionSet:
-    proper = 2**n_players - 2 if n_players <= 62 else None
-    exact = n_players <= max(1, max_exact_players) or (
-        n_samples is not None and proper is not None and n_samples >= proper
-    )
-    if exact:
-        return all_coalitions(n_players)
-    wanted = n_samples if n_samples is not None else 2 * n_players + 2048
-    if proper is not None and wanted >= proper:
-        return all_coalitions(n_players)
-    return sample_paired_coalitions(n_players, wanted, seed)
-
-
-def _shapley_values(
-    coalitions: CoalitionSet,
-    evaluate: Callable[[np.ndarray], np.ndarray],  # masks (K, p) -> values (K, duels)
-    v_empty: np.ndarray,
-    v_full: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    masks = coalitions.masks
-    sizes = masks.sum(1)
-    proper = (sizes > 0) & (sizes < coalitions.n_players)
-    if coalitions.exact:
-        values = np.empty((len(masks), len(v_full)))
-        values[sizes == 0] = v_empty
-        values[sizes == coalitions.n_players] = v_full
-        if proper.any():
-            values[proper] = evaluate(masks[proper])
-        return ExactShapley(coalitions)(values)
-    return KernelShapley(coalitions)(evaluate(masks), v_empty, v_full)
-
-
-def _model_output(
-    fn: PreferenceFunction,
-    a: np.ndarray,
-    b: np.ndarray,
-    context_pool: np.ndarray | None,
-    context_index: np.ndarray | None,
-    compute: Compute,
-) -> np.ndarray:
-    """g for canonical duels, evaluated on the queried items only (not the whole pool).
-
-    The queried rows keep their order, so the model's own canonical orientation is
-    ours, and item and context explanations of the same duels get the same floats.
+    ``masks[k, i]``: player ``i`` in coalition ``k`` (all ``2^p`` in bit order);
+    ``values[k, j]``: ``v(S_k)`` of duel ``j``, boundary rows included.
     """
-    query, local = np.unique(np.concatenate([a, b]), return_inverse=True)
-    local = local.reshape(-1)
-    return fn.decision_on_pool(
-        fn.items[query], local[: len(a)], local[len(a) :], context_pool, context_index, compute
-    )
+
+    masks: np.ndarray  # (2^p, p) bool
+    values: np.ndarray  # (2^p, D) float64
+    player_names: tuple[str, ...]
 
 
-def _shapley_over_duels(
-    coalitions: CoalitionSet,
-    make_evaluate,  # (rows of distinct duels, progress) -> ((masks) -> (K, rows) values)
-    v_empty: np.ndarray,
-    v_full: np.ndarray,
-    progress: Progress,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Shapley values and standard errors of every distinct duel, group by group."""
-    phi = np.zeros((len(v_full), coalitions.n_players))
-    se = np.zeros_like(phi)
-    groups = _duel_groups(len(v_full), coalitions.n_coalitions)
-    for g, rows in enumerate(groups):
-        evaluate = make_evaluate(rows, progress.span(g / len(groups), (g + 1) / len(groups)))
-        phi[rows], se[rows] = _shapley_values(coalitions, evaluate, v_empty[rows], v_full[rows])
-    return phi, se
+class _ValueTable:
+    """An 'estimator' that keeps the coalition values themselves."""
+
+    def partial(self, values: np.ndarray, rows: slice) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64)
+
+    def finish(self, partials: list[np.ndarray], *_: np.ndarray) -> np.ndarray:
+        return np.vstack(partials)
+
+
+def as_preference_function(model: Any) -> PreferenceFunction:
+    """The fitted g of a model: a :class:`PreferenceFunction`, or an estimator's ``function_``."""
+    if isinstance(model, PreferenceFunction):
+        return model
+    fn = getattr(model, "function_", None)
+    if isinstance(fn, PreferenceFunction):
+        return fn
+    raise TypeError(f"expected a fitted model or a PreferenceFunction, got {type(model).__name__}")
+
+
+def _regulariser(value: float | None, default: float) -> float:
+    """A usable CME regulariser: the given one, else the default (also for NaN / <= 0)."""
+    if value is None or not np.isfinite(value) or value <= 0:
+        return default
+    return float(value)
+
+
+class Explainer:
+    """Pref-SHAP values of a model's item or context groups for any duels.
+
+    ``model``: a fitted estimator or a :class:`PreferenceFunction`; ``options``: what
+    to explain and how (:class:`ExplainOptions`); ``compute``: device and dtype;
+    ``stats``: an :class:`EngineStats` to collect seconds and flops per part.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        options: ExplainOptions | None = None,
+        *,
+        compute: Compute | None = None,
+        stats: EngineStats | None = None,
+    ) -> None:
+        self.function = as_preference_function(model)
+        self.options = options or ExplainOptions()
+        self.compute = compute or Compute()
+        self.stats = stats
+        self._game: Game | None = None
+        self._backend: CMEBackend | None = None
+        # Calls share the kept factorizations: one at a time per explainer.
+        self._lock = threading.RLock()
+        if self.options.what == "context" and self.function.kind != "cgpm":
+            raise ValueError(
+                f"context explanations need a C-GPM, not a {self.function.kind!r} model"
+            )
+
+    # -- public ------------------------------------------------------------------------
+    def __call__(
+        self,
+        left: np.ndarray,
+        right: np.ndarray,
+        *,
+        contexts: np.ndarray | None = None,
+        winners: np.ndarray | None = None,
+        duel_ids: np.ndarray | None = None,
+        progress: Progress | None = None,
+    ) -> Explanation:
+        """Shapley values of each duel ``left[i]`` vs ``right[i]`` (see the module docstring).
+
+        ``left``/``right``: item ids, pool rows (integers) or model-space covariate rows
+        (duels, d); ``contexts``: model-space context rows (duels, d'), needed for
+        ``what="context"``; ``winners``: +1 left won, -1 right won, 0 unknown.
+        """
+        with self._lock:
+            return self._explain(left, right, contexts, winners, duel_ids, progress)
+
+    def _explain(
+        self,
+        left: np.ndarray,
+        right: np.ndarray,
+        contexts: np.ndarray | None,
+        winners: np.ndarray | None,
+        duel_ids: np.ndarray | None,
+        progress: Progress | None,
+    ) -> Explanation:
+        start = time.perf_counter()
+        progress = ensure_progress(progress)
+        fn, options = self.function, self.options
+        left_side, right_side = resolve_side(fn, left, "left"), resolve_side(fn, right, "right")
+        n = len(left_side.rows)
+        if len(right_side.rows) != n:
+            raise DataValidationError("left and right need one entry per duel")
+        winners = np.zeros(n, np.int8) if winners is None else np.sign(winners).astype(np.int8)
+        duel_ids = np.arange(n).astype(str) if duel_ids is None else np.asarray(duel_ids)
+        if len(winners) != n or len(duel_ids) != n:
+            raise DataValidationError("winners and duel_ids need one entry per duel")
+        contexts = self._check_contexts(contexts, n)
+        canon = canonical_duels(left_side.rows, right_side.rows, contexts)
+        game = self._ensure_game(canon)
+        coalitions = choose_coalitions(
+            game.space.n_groups, options.exact_limit(), options.n_samples, options.seed
+        )
+        estimator = ExactShapley(coalitions) if coalitions.exact else KernelShapley(coalitions)
+        stage = f"explaining {options.what} features"
+        base_u, outputs_u, (phi_u, se_u) = self._run(canon, coalitions, estimator, progress, stage)
+        sign = canon.sign
+        values = phi_u[canon.inverse] * sign[:, None]
+        space = game.space
+        if options.what == "items":
+            data, labels = player_differences(space, left_side.rows, right_side.rows)
+            context_values = None
+        else:
+            data = np.full((n, space.n_groups), np.nan)
+            context_values, labels = context_columns(space, contexts)
+        return Explanation(
+            values=values,
+            base_values=base_u[canon.inverse] * sign,
+            outputs=outputs_u[canon.inverse] * sign,
+            data=data,
+            player_names=tuple(space.group_names),
+            duel_ids=duel_ids.astype(str),
+            left_ids=left_side.ids,
+            right_ids=right_side.ids,
+            winners=winners,
+            standard_errors=se_u[canon.inverse],
+            kind=options.what,
+            data_labels=labels,
+            context_values=context_values,
+            meta=self._meta(coalitions, start, len(canon.batch.left)),
+        )
+
+    def coalition_values(
+        self,
+        left: np.ndarray,
+        right: np.ndarray,
+        *,
+        contexts: np.ndarray | None = None,
+        progress: Progress | None = None,
+    ) -> CoalitionTable:
+        """The values of all ``2^p`` coalitions for each duel (for interactions, other games)."""
+        with self._lock:
+            return self._table(left, right, contexts, progress)
+
+    def _table(
+        self,
+        left: np.ndarray,
+        right: np.ndarray,
+        contexts: np.ndarray | None,
+        progress: Progress | None,
+    ) -> CoalitionTable:
+        fn = self.function
+        left_side, right_side = resolve_side(fn, left, "left"), resolve_side(fn, right, "right")
+        contexts = self._check_contexts(contexts, len(left_side.rows))
+        canon = canonical_duels(left_side.rows, right_side.rows, contexts)
+        game = self._ensure_game(canon)
+        coalitions = all_coalitions(game.space.n_groups)
+        *_, table = self._run(
+            canon, coalitions, _ValueTable(), ensure_progress(progress), "coalition values"
+        )
+        values = table[:, canon.inverse] * canon.sign[None, :]
+        return CoalitionTable(coalitions.masks, values, tuple(game.space.group_names))
+
+    @property
+    def cache_report(self) -> dict[str, Any]:
+        return {} if self._backend is None else self._backend.report()
+
+    # -- internals ---------------------------------------------------------------------
+    def _check_contexts(self, contexts: np.ndarray | None, n: int) -> np.ndarray | None:
+        if self.options.what != "context":
+            return None
+        space = self.function.context_space
+        assert space is not None
+        if contexts is None:
+            raise DataValidationError("context explanations need one context row per duel")
+        contexts = np.atleast_2d(np.asarray(contexts, dtype=np.float64))
+        if contexts.shape != (n, space.n_features):
+            raise DataValidationError(
+                f"contexts must be (duels, {space.n_features}), got {contexts.shape}"
+            )
+        return contexts
+
+    def _ensure_game(self, canon: CanonicalDuels) -> Game:
+        if self._game is not None:
+            return self._game
+        fn, options = self.function, self.options
+        game: Game
+        if options.what == "items":
+            lam = _regulariser(
+                fn.cme_lambda if options.cme_lambda is None else options.cme_lambda,
+                DEFAULT_CME_LAMBDA,
+            )
+            game = ItemGame(fn, self.compute, lam, self.stats)
+            n_queries = len(canon.batch.items)
+        else:
+            lam = _regulariser(
+                fn.context_cme_lambda if options.cme_lambda is None else options.cme_lambda,
+                DEFAULT_CONTEXT_CME_LAMBDA,
+            )
+            game = ContextGame(fn, self.compute, lam, self.stats)
+            assert canon.batch.contexts is not None
+            n_queries = len(canon.batch.contexts)
+        p = game.space.n_groups
+        coalitions = choose_coalitions(p, options.exact_limit(), options.n_samples, options.seed)
+        self._backend = make_backend(
+            options.cme,
+            game.problem,
+            n_queries,
+            coalitions.n_coalitions,
+            self.compute,
+            options.factor_cache_bytes,
+        )
+        game.use(self._backend)
+        self._game = game
+        return game
+
+    def _run(
+        self,
+        canon: CanonicalDuels,
+        coalitions: CoalitionSet,
+        estimator: Any,
+        progress: Progress,
+        stage: str,
+    ) -> tuple[np.ndarray, np.ndarray, Any]:
+        """Boundary values and the estimator's result for every distinct duel."""
+        assert self._game is not None and self._backend is not None
+        game, options = self._game, self.options
+        self._backend.begin_call()
+        v_empty, v_full = game.boundary(canon.batch)
+        executor = options.executor or LocalExecutor()
+        batch_size = options.coalition_batch or (8 if self.compute.device.startswith("cuda") else 1)
+        slices = coalition_slices(coalitions.n_coalitions, options.task_coalitions)
+        groups = _duel_groups(len(v_full), coalitions.n_coalitions)
+        results = []
+        for g, rows in enumerate(groups):
+            span = progress.span(g / len(groups), (g + 1) / len(groups))
+            done = [0]
+
+            def on_batch(f: float, span: Progress = span, done: list[int] = done) -> None:
+                span.update(stage, min(1.0, (done[0] + f) / len(slices)))
+
+            def on_done(k: int, span: Progress = span, done: list[int] = done) -> None:
+                done[0] = k
+                span.update(stage, k / len(slices))
+
+            work = CoalitionWork(
+                game=game,
+                batch=canon.batch.subset(rows),
+                masks=coalitions.masks,
+                estimator=estimator,
+                v_empty=v_empty[rows],
+                v_full=v_full[rows],
+                coalition_batch=batch_size,
+                on_batch=on_batch,
+            )
+            partials = executor.map(work, slices, on_done)
+            results.append(estimator.finish(partials, v_empty[rows], v_full[rows]))
+        return v_empty, v_full, _concatenate(results)
+
+    def _meta(self, coalitions: CoalitionSet, start: float, n_unique: int) -> dict[str, Any]:
+        options, compute = self.options, self.compute
+        timings = {} if self.stats is None else {"seconds_by_part": dict(self.stats.seconds)}
+        game = self._game
+        assert game is not None and self._backend is not None
+        return {
+            **timings,
+            "shapley": "exact" if coalitions.exact else "sampled",
+            "n_players": coalitions.n_players,
+            "n_coalitions": coalitions.n_coalitions,
+            "seconds": time.perf_counter() - start,
+            "dtype": compute.dtype,
+            "device": compute.device,
+            "model_kind": self.function.kind,
+            "n_unique_duels": n_unique,
+            "n_samples": options.n_samples,
+            "seed": options.seed,
+            "cme_lambda": game.problem.cme_lambda,
+            "cme": self._backend.report(),
+            "options": options.key(),
+        }
 
 
 def _duel_groups(n_unique: int, n_coalitions: int) -> list[np.ndarray]:
@@ -177,266 +357,8 @@ def _duel_groups(n_unique: int, n_coalitions: int) -> list[np.ndarray]:
     return [np.arange(s, min(s + size, n_unique)) for s in range(0, max(n_unique, 1), size)]
 
 
-def _common(
-    fn: PreferenceFunction,
-    left: np.ndarray,
-    right: np.ndarray,
-    winners: np.ndarray | None,
-    duel_ids: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    left_rows, right_rows = _item_rows(fn, left, "left"), _item_rows(fn, right, "right")
-    if len(left_rows) != len(right_rows):
-        raise DataValidationError("left and right need one entry per duel")
-    n = len(left_rows)
-    winners = np.zeros(n, np.int8) if winners is None else np.sign(winners).astype(np.int8)
-    duel_ids = np.arange(n).astype(str) if duel_ids is None else np.asarray(duel_ids).astype(str)
-    if len(winners) != n or len(duel_ids) != n:
-        raise DataValidationError("winners and duel_ids need one entry per duel")
-    return left_rows, right_rows, winners, duel_ids
-
-
-def _plan(
-    method: str,
-    pool: np.ndarray,
-    centres: np.ndarray,
-    n_queries: int,
-    coalitions: CoalitionSet,
-    compute: Compute,
-    options: dict[str, Any] | None,
-    solver: CMESolver | None,
-) -> CMEPlan:
-    """The CME method of one explanation (one plan shared by all its duel groups)."""
-    sizes = coalitions.masks.sum(1)
-    n_proper = int(((sizes > 0) & (sizes < coalitions.n_players)).sum())
-    n_centre_rows = len(np.unique(np.asarray(centres, dtype=np.float64), axis=0))
-    return plan_cme(method, pool, n_centre_rows, n_queries, n_proper, compute, options, solver)
-
-
-def _meta(
-    coalitions: CoalitionSet,
-    compute: Compute,
-    start: float,
-    stats: EngineStats | None,
-    **extra: object,
-) -> dict:
-    timings = {} if stats is None else {"seconds_by_part": dict(stats.seconds)}
-    return {
-        **timings,
-        "method": "exact" if coalitions.exact else "sampled",
-        "n_players": coalitions.n_players,
-        "n_coalitions": coalitions.n_coalitions,
-        "seconds": time.perf_counter() - start,
-        "dtype": compute.dtype,
-        "device": compute.device,
-        **extra,
-    }
-
-
-def explain_items(
-    fn: PreferenceFunction,
-    left: np.ndarray,
-    right: np.ndarray,
-    *,
-    winners: np.ndarray | None = None,
-    duel_ids: np.ndarray | None = None,
-    max_exact_players: int = DEFAULT_MAX_EXACT_PLAYERS,
-    n_samples: int | None = None,
-    seed: int = 0,
-    compute: Compute | None = None,
-    progress: Progress | None = None,
-    cme_lambda: float | None = None,
-    solver: CMESolver | None = None,
-    coalition_batch: int | None = None,
-    stats: EngineStats | None = None,
-    method: str = "auto",
-    cme_options: dict[str, Any] | None = None,
-) -> Explanation:
-    """Shapley values of the item feature groups for each duel ``left[i]`` vs ``right[i]``.
-
-    ``left``/``right``: pool rows (integers) or item ids. Exact over all coalitions
-    when the model has at most ``max_exact_players`` groups, otherwise paired
-    Shapley-kernel sampling of ``n_samples`` coalitions (default ``2p + 2048``)
-    seeded by ``seed``. ``cme_lambda`` overrides the model's. ``coalition_batch``
-    coalitions are solved together (default 8 on CUDA, where equal-size systems
-    share one batched Cholesky; 1 on CPU, where LAPACK loops over a batch anyway).
-    Pass an :class:`EngineStats` to collect seconds and flops per part.
-
-    ``method``: how the coalition CMEs are solved: ``"cholesky"`` (exact),
-    ``"cg"`` (preconditioned CG, exact to its tolerance), ``"nystrom"``
-    (approximate, for very large pools) or ``"auto"`` (chosen from the sizes and the
-    device, :mod:`cme_select`); ``cme_options`` tune it (``tol``, ``n_landmarks``,
-    ...). What was used and how well it converged is in ``meta["cme"]``.
-    """
-    start = time.perf_counter()
-    compute = compute or Compute()
-    if coalition_batch is None:
-        coalition_batch = 8 if compute.device.startswith("cuda") else 1
-    progress = ensure_progress(progress)
-    left_rows, right_rows, winners, duel_ids = _common(fn, left, right, winners, duel_ids)
-    space = fn.item_space
-    coalitions = _choose_coalitions(space.n_groups, max_exact_players, n_samples, seed)
-    lam = resolve_lambda(fn.cme_lambda if cme_lambda is None else cme_lambda, DEFAULT_CME_LAMBDA)
-    canon = _canonical(left_rows, right_rows, None)
-    a, b = canon.keys[:, 0], canon.keys[:, 1]
-    plan = _plan(
-        method,
-        fn.items,
-        np.vstack([fn.centres_left, fn.centres_right]),
-        len(np.unique(canon.keys)),
-        coalitions,
-        compute,
-        cme_options,
-        solver,
-    )
-    outputs_u = _model_output(fn, a, b, None, None, compute)
-
-    def make_evaluate(rows: np.ndarray, span: Progress):
-        query, query_index = np.unique(canon.keys[rows], return_inverse=True)
-        query_index = query_index.reshape(len(rows), 2)
-        game = ItemGame(fn, fn.items[query], compute, lam, None, stats, plan)
-        return lambda masks: game.values(
-            masks,
-            query_index[:, 0],
-            query_index[:, 1],
-            batch=coalition_batch,
-            on_batch=lambda f: span.update("explaining item features", f),
-        )
-
-    phi_u, se_u = _shapley_over_duels(
-        coalitions, make_evaluate, np.zeros(len(a)), outputs_u, progress
-    )
-    sign = canon.sign
-    data, labels = player_differences(space, fn.items[left_rows], fn.items[right_rows])
-    return Explanation(
-        values=phi_u[canon.inverse] * sign[:, None],
-        base_values=np.zeros(len(sign)),
-        outputs=outputs_u[canon.inverse] * sign,
-        data=data,
-        player_names=tuple(space.group_names),
-        duel_ids=duel_ids,
-        left_ids=np.asarray(fn.item_ids)[left_rows].astype(str),
-        right_ids=np.asarray(fn.item_ids)[right_rows].astype(str),
-        winners=winners,
-        standard_errors=se_u[canon.inverse],
-        kind="items",
-        data_labels=labels,
-        meta=_meta(
-            coalitions,
-            compute,
-            start,
-            stats,
-            model_kind=fn.kind,
-            n_unique_duels=len(a),
-            n_samples=n_samples,
-            seed=seed,
-            cme_lambda=lam,
-            cme=plan.report(),
-        ),
-    )
-
-
-def explain_context(
-    fn: PreferenceFunction,
-    left: np.ndarray,
-    right: np.ndarray,
-    contexts: np.ndarray,
-    *,
-    winners: np.ndarray | None = None,
-    duel_ids: np.ndarray | None = None,
-    max_exact_players: int = DEFAULT_MAX_EXACT_PLAYERS,
-    n_samples: int | None = None,
-    seed: int = 0,
-    compute: Compute | None = None,
-    progress: Progress | None = None,
-    context_cme_lambda: float | None = None,
-    solver: CMESolver | None = None,
-    coalition_batch: int = 8,
-    stats: EngineStats | None = None,
-    method: str = "auto",
-    cme_options: dict[str, Any] | None = None,
-) -> Explanation:
-    """Shapley values of a C-GPM's context groups for each duel under its context.
-
-    ``contexts``: one model-space context row per duel (any rows, observed or not).
-    Base value = the context-averaged ``g_bar(x_l, x_r)``; output = ``g(u, x_l, x_r)``.
-    ``method`` and ``cme_options`` as for :func:`explain_items` (over the model's
-    unique contexts, so ``"auto"`` is nearly always the exact Cholesky).
-    """
-    start = time.perf_counter()
-    if fn.kind != "cgpm" or fn.context_space is None:
-        raise ValueError(f"context explanations need a C-GPM, not a {fn.kind!r} model")
-    compute = compute or Compute()
-    progress = ensure_progress(progress)
-    left_rows, right_rows, winners, duel_ids = _common(fn, left, right, winners, duel_ids)
-    contexts = np.atleast_2d(np.asarray(contexts, dtype=np.float64))
-    if contexts.shape != (len(left_rows), fn.context_space.n_features):
-        raise DataValidationError(
-            f"contexts must be (duels, {fn.context_space.n_features}), got {contexts.shape}"
-        )
-    space = fn.context_space
-    coalitions = _choose_coalitions(space.n_groups, max_exact_players, n_samples, seed)
-    lam = resolve_lambda(
-        fn.context_cme_lambda if context_cme_lambda is None else context_cme_lambda,
-        DEFAULT_CONTEXT_CME_LAMBDA,
-    )
-    context_pool, context_index = np.unique(contexts + 0.0, axis=0, return_inverse=True)
-    canon = _canonical(left_rows, right_rows, context_index.reshape(-1))
-    a, b, c = canon.keys[:, 0], canon.keys[:, 1], canon.keys[:, 2]
-    assert fn.contexts is not None and fn.centres_context is not None
-    plan = _plan(
-        method,
-        fn.contexts,
-        fn.centres_context,
-        len(np.unique(c)),
-        coalitions,
-        compute,
-        cme_options,
-        solver,
-    )
-    outputs_u = _model_output(fn, a, b, context_pool, c, compute)
-    base_u = _model_output(fn, a, b, None, None, compute)
-
-    def make_evaluate(rows: np.ndarray, span: Progress):
-        items, item_index = np.unique(canon.keys[rows, :2], return_inverse=True)
-        item_index = item_index.reshape(len(rows), 2)
-        ctx, ctx_index = np.unique(c[rows], return_inverse=True)
-        game = ContextGame(fn, fn.items[items], context_pool[ctx], compute, lam, None, stats, plan)
-        return lambda masks: game.values(
-            masks,
-            item_index[:, 0],
-            item_index[:, 1],
-            ctx_index.reshape(-1),
-            batch=coalition_batch,
-            on_batch=lambda f: span.update("explaining context features", f),
-        )
-
-    phi_u, se_u = _shapley_over_duels(coalitions, make_evaluate, base_u, outputs_u, progress)
-    sign = canon.sign
-    context_values, labels = context_columns(space, contexts)
-    return Explanation(
-        values=phi_u[canon.inverse] * sign[:, None],
-        base_values=base_u[canon.inverse] * sign,
-        outputs=outputs_u[canon.inverse] * sign,
-        data=np.full((len(sign), space.n_groups), np.nan),
-        player_names=tuple(space.group_names),
-        duel_ids=duel_ids,
-        left_ids=np.asarray(fn.item_ids)[left_rows].astype(str),
-        right_ids=np.asarray(fn.item_ids)[right_rows].astype(str),
-        winners=winners,
-        standard_errors=se_u[canon.inverse],
-        kind="context",
-        data_labels=labels,
-        context_values=context_values,
-        meta=_meta(
-            coalitions,
-            compute,
-            start,
-            stats,
-            model_kind=fn.kind,
-            n_unique_duels=len(a),
-            n_samples=n_samples,
-            seed=seed,
-            context_cme_lambda=lam,
-            cme=plan.report(),
-        ),
-    )
+def _concatenate(results: list[Any]) -> Any:
+    """Per duel group results -> one: (phi, se) pairs by rows, value tables by columns."""
+    if isinstance(results[0], tuple):
+        return tuple(np.concatenate(parts, axis=0) for parts in zip(*results, strict=True))
+    return np.concatenate(results, axis=1)

@@ -20,12 +20,12 @@ from prefshap_core import __version__
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, split_duels
 from prefshap_core.errors import DataValidationError, NotFittedError
-from prefshap_core.explain.cme import DEFAULT_CONTEXT_CME_LAMBDA
-from prefshap_core.explain.cme_lambda import choose_cme_lambda
 from prefshap_core.metrics import classification_metrics
 from prefshap_core.models.hyperparameters import (
     CG_ITERATIONS,
     CV_MAX_DUELS,
+    DEFAULT_CME_LAMBDA,
+    DEFAULT_CONTEXT_CME_LAMBDA,
     PENALTY_PATH,
     median_lengthscales,
     scale_candidates,
@@ -160,13 +160,9 @@ class PreferenceModel:
         self.train_duels_ = train
         self.validation_duels_ = validation
         centre_duels = train[centres]
-        progress.update("Choosing the CME regulariser", 0.99)
-        self.cme_lambda_ = (
-            choose_cme_lambda(data.items, self.lengthscales_, data.item_space.feature_group,
-                              seed=self.seed, compute=compute)
-            if self.cme_lambda is None
-            else float(self.cme_lambda)
-        )  # fmt: skip
+        # The explanations' regulariser is chosen by the workflow (held-out CME error),
+        # not here: fitting a preference function needs no explainer.
+        self.cme_lambda_ = DEFAULT_CME_LAMBDA if self.cme_lambda is None else float(self.cme_lambda)
         self.function_ = self._function(data, centre_duels, alpha, train)
         self.fit_seconds_ = time.perf_counter() - start
         self.function_.metadata.update(self._metadata(data))
@@ -251,12 +247,7 @@ class PreferenceModel:
             seen = weights > 0
             context_lambda = self.context_cme_lambda
             if context_lambda is None:
-                assert data.context_space is not None and self.context_lengthscales_ is not None
-                context_lambda = choose_cme_lambda(
-                    data.contexts[seen], self.context_lengthscales_,
-                    data.context_space.feature_group, weights=weights[seen],
-                    seed=self.seed, fallback=DEFAULT_CONTEXT_CME_LAMBDA,
-                )  # fmt: skip
+                context_lambda = DEFAULT_CONTEXT_CME_LAMBDA
             self.context_cme_lambda_ = float(context_lambda)
             extra = dict(
                 context_space=data.context_space,

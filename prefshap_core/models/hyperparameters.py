@@ -16,6 +16,10 @@ import numpy as np
 
 from prefshap_core.kernels.rbf import median_heuristic
 
+# CME regularisers of explanations (docs/method.md, "Regularisers"): the model file's
+# default until the workflow chooses one by held-out CME error.
+DEFAULT_CME_LAMBDA = 1e-2
+DEFAULT_CONTEXT_CME_LAMBDA = 1e-3
 # Multipliers of sqrt(number of feature groups) tried for the lengthscale scale.
 SCALE_FACTORS = (0.5, 1.0, 2.0, 4.0)
 # Decreasing penalties of the path, with CG iterations per step (LogisticFalkon style:

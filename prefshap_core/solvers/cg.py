@@ -1,9 +1,14 @@
-"""Conjugate gradient for a symmetric positive (semi-)definite system ``H x = b``.
+"""The engine's one conjugate gradient: batched, preconditioned, per column.
 
-The FALKON preconditioner is folded into ``matvec`` by the caller (CG runs on the
-preconditioned normal equations), so this is plain CG. The residual is updated
-recursively, as in falkon's ``ConjugateGradient``; ``residuals`` are relative to
-``||b||``.
+``batched_pcg`` solves ``A X = B`` for ``(batch, rows, columns)`` right-hand sides
+with a preconditioner ``P^-1``: every step is one batched product, each column has
+its own step sizes and a *relative* stopping rule ``|b_j - A x_j| <= tol |b_j|``,
+converged columns stop moving (and leave the working set once half are done), and
+zero right-hand sides give zero solutions exactly. The CME solves of the explainer
+(:mod:`prefshap_core.explain.cme.cg`) call it with a Nyström preconditioner;
+the FALKON solvers call it through :func:`conjugate_gradient`, one vector, with the
+preconditioner folded into ``matvec`` (CG on the preconditioned normal equations).
+The residual is updated recursively, as in falkon's ``ConjugateGradient``.
 """
 
 from __future__ import annotations
@@ -14,6 +19,98 @@ from dataclasses import dataclass
 import torch
 
 from prefshap_core.solvers.result import SolverError
+
+Operator = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class PCGResult:
+    x: torch.Tensor  # (b, r, c)
+    iterations: torch.Tensor  # (b, c) iterations each column took
+    worst_residuals: list[float]  # after each iteration: the largest relative residual
+
+
+def _identity(v: torch.Tensor) -> torch.Tensor:
+    return v
+
+
+def batched_pcg(
+    apply_a: Operator,
+    b: torch.Tensor,
+    *,
+    tol: float,
+    max_iter: int,
+    apply_p: Operator = _identity,
+    x0: torch.Tensor | None = None,
+    on_iteration: Callable[[int], None] | None = None,
+) -> PCGResult:
+    """Preconditioned CG on ``(batch, rows, columns)`` right-hand sides, per column.
+
+    ``apply_a`` / ``apply_p`` map ``(batch, rows, k)`` to the same shape (``A`` and
+    ``P^-1``) for any ``k``, so the working set can shrink. A column stops when its
+    recursive residual is below ``tol`` times its right-hand side's norm, or when its
+    search direction has zero curvature (it lies in the null space: nothing is left
+    to solve). ``on_iteration(k)`` runs after iteration ``k`` (it may raise to stop).
+    Non-finite numbers raise :class:`SolverError`; they are never zeroed.
+    """
+    if not bool(torch.isfinite(b).all()):
+        raise SolverError("the right-hand side of the CG system is not finite")
+    b_norm = torch.linalg.vector_norm(b, dim=1)  # (batch, c)
+    x = torch.zeros_like(b) if x0 is None else x0.clone()
+    iterations = torch.zeros(b_norm.shape, dtype=torch.long, device=b.device)
+    cols = torch.arange(b.shape[2], device=b.device)  # the working set's columns
+    r = b - apply_a(x) if x0 is not None else b.clone()
+    bn = b_norm
+    z = apply_p(r)
+    p = z.clone()
+    rz = (r * z).sum(1)
+    r_norm = torch.linalg.vector_norm(r, dim=1)
+    active = r_norm > tol * bn
+    xw = x
+    worst: list[float] = []
+    for k in range(1, max_iter + 1):
+        if not bool(active.any()):
+            break
+        if int(active.any(0).sum()) * 2 <= len(cols):
+            # Drop columns no system still needs: later products are narrower.
+            x[:, :, cols] = xw
+            keep = active.any(0)
+            cols, xw, r, p, rz, bn, active = (
+                cols[keep],
+                xw[:, :, keep],
+                r[:, :, keep],
+                p[:, :, keep],
+                rz[:, keep],
+                bn[:, keep],
+                active[:, keep],
+            )
+        ap = apply_a(p)
+        pap = (p * ap).sum(1)
+        if not bool(torch.isfinite(pap).all()):
+            raise SolverError(f"CG iteration {k}: the system product became non-finite")
+        active = active & (pap > 0)
+        alpha = torch.where(active, rz / torch.where(active, pap, 1.0), 0.0)
+        xw = xw + alpha[:, None, :] * p
+        r = r - alpha[:, None, :] * ap
+        r_norm = torch.linalg.vector_norm(r, dim=1)
+        if not bool(torch.isfinite(r_norm).all()):
+            raise SolverError(
+                f"CG iteration {k}: non-finite residuals (the system or its "
+                "preconditioner is broken: non-finite kernel values, or a ridge of 0)"
+            )
+        iterations[:, cols] += active.long()
+        rel = torch.where(bn > 0, r_norm / torch.where(bn > 0, bn, 1.0), 0.0)
+        worst.append(float(rel.max()) if rel.numel() else 0.0)
+        active = active & (r_norm > tol * bn)
+        if on_iteration is not None:
+            on_iteration(k)
+        z = apply_p(r)
+        rz_new = (r * z).sum(1)
+        beta = torch.where(active, rz_new / torch.where(active, rz, 1.0), 0.0)
+        p = z + beta[:, None, :] * p
+        rz = rz_new
+    x[:, :, cols] = xw
+    return PCGResult(x, iterations, worst)
 
 
 @dataclass(frozen=True)
@@ -33,7 +130,7 @@ def conjugate_gradient(
     tolerance: float,
     on_iteration: Callable[[int], None] | None = None,
 ) -> CGResult:
-    """Solve ``matvec(x) = b`` (b: (M,)); ``on_iteration(k)`` after iteration k (may raise).
+    """Solve ``matvec(x) = b`` for one vector ``b`` (M,) with :func:`batched_pcg`.
 
     A ``tolerance`` below ``10 * eps`` of the dtype is raised to it: past that point the
     recursive residual keeps falling while the iterate stops improving (in float32 it
@@ -45,38 +142,19 @@ def conjugate_gradient(
         raise SolverError("the right-hand side of the CG system is not finite")
     if b_norm == 0.0:
         return CGResult(torch.zeros_like(b), 0, [0.0], True)
-    if x0 is None:
-        x = torch.zeros_like(b)
-        r = b.clone()
-    else:
-        x = x0.clone()
-        r = b - matvec(x)
-    p = r.clone()
-    rs_old = torch.dot(r, r)
-    residuals: list[float] = []
-    relative = float(rs_old.sqrt()) / b_norm
-    if relative <= tolerance:
-        return CGResult(x, 0, [relative], True)
-    for k in range(1, max_iterations + 1):
-        hp = matvec(p)
-        curvature = torch.dot(p, hp)
-        if not float(curvature) > 0.0:
-            if float(curvature) != float(curvature):
-                raise SolverError(f"CG iteration {k}: the system product became NaN")
-            # Exactly zero curvature: p lies in the null space, nothing left to solve.
-            break
-        step = rs_old / curvature
-        x.add_(p, alpha=float(step))
-        r.sub_(hp, alpha=float(step))
-        rs_new = torch.dot(r, r)
-        relative = float(rs_new.sqrt()) / b_norm
-        if relative != relative:
-            raise SolverError(f"CG iteration {k}: the residual became NaN")
-        residuals.append(relative)
-        if on_iteration is not None:
-            on_iteration(k)
-        if relative <= tolerance:
-            return CGResult(x, k, residuals, True)
-        p.mul_(rs_new / rs_old).add_(r)
-        rs_old = rs_new
-    return CGResult(x, len(residuals), residuals or [relative], relative <= tolerance)
+    start = b if x0 is None else b - matvec(x0)
+    initial = float(torch.linalg.vector_norm(start)) / b_norm
+    if initial <= tolerance:
+        return CGResult(b.new_zeros(b.shape) if x0 is None else x0.clone(), 0, [initial], True)
+    result = batched_pcg(
+        lambda v: matvec(v[0, :, 0])[None, :, None],
+        b[None, :, None],
+        tol=tolerance,
+        max_iter=max_iterations,
+        x0=None if x0 is None else x0[None, :, None],
+        on_iteration=on_iteration,
+    )
+    residuals = result.worst_residuals or [initial]
+    return CGResult(
+        result.x[0, :, 0], int(result.iterations.max()), residuals, residuals[-1] <= tolerance
+    )

@@ -22,10 +22,10 @@ import numpy as np
 import torch
 
 from prefshap_core.errors import PrefShapError
+from prefshap_core.kernels.operator import KernelOperator
 from prefshap_core.kernels.pair import DuelIndex
 from prefshap_core.progress import Progress, ensure_progress
 from prefshap_core.solvers.falkon import as_targets
-from prefshap_core.solvers.operator import KernelOperator
 from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.solvers.result import SolveResult, check_finite
 

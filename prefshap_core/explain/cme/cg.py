@@ -31,26 +31,27 @@ pool classes) for a batch of coalitions at once: the paper's Algorithm 3 done ri
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from prefshap_core.errors import PrefShapError
-from prefshap_core.explain.cme import CMESystem, EngineStats, kernel, maybe_timed
-from prefshap_core.explain.cme_nystrom import nystrom_factor
+from prefshap_core.explain.cme.base import CMESystem, EngineStats, maybe_timed
+from prefshap_core.explain.cme.nystrom import nystrom_factor
+from prefshap_core.explain.options import CGOptions
+from prefshap_core.kernels.rbf import scaled_gram as kernel
+from prefshap_core.solvers.cg import batched_pcg
+from prefshap_core.solvers.result import SolverError
 
-DEFAULT_CG_LANDMARKS = 256
-DEFAULT_MAX_ITER = 100
+DEFAULT_CG_LANDMARKS = CGOptions().preconditioner_rank
+DEFAULT_MAX_ITER = CGOptions().max_iter
 # Share of the device's available memory the cached Grams of a batch may take.
 GRAM_MEMORY_SHARE = 0.25
 # Rows of K formed at once by the blocked (uncached) operator.
 _BLOCK_ELEMENTS = 1 << 23
 
-Operator = Callable[[torch.Tensor], torch.Tensor]
 
-
-class CMEConvergenceError(PrefShapError, ArithmeticError):
+class CMEConvergenceError(SolverError, ArithmeticError):
     """A CME solve produced non-finite numbers (bad inputs, or a broken preconditioner)."""
 
 
@@ -87,82 +88,6 @@ class CGReport:
             "converged": self.converged,
             "preconditioner_rank": self.preconditioner_rank,
         }
-
-
-@dataclass(frozen=True)
-class PCGResult:
-    x: torch.Tensor  # (b, r, c)
-    iterations: torch.Tensor  # (b, c) iterations each column took
-    relative_residual: torch.Tensor  # (b, c) recursive residual at exit
-
-
-def batched_pcg(
-    apply_a: Operator,
-    apply_p: Operator,
-    b: torch.Tensor,
-    *,
-    tol: float,
-    max_iter: int,
-    x0: torch.Tensor | None = None,
-) -> PCGResult:
-    """Preconditioned CG on ``(batch, rows, columns)`` right-hand sides, per column.
-
-    ``apply_a`` / ``apply_p`` map ``(batch, rows, k)`` to the same shape (``A`` and
-    ``P^-1``) for any ``k``, so the working set can shrink. Stops a column when its
-    recursive residual is below ``tol`` times its right-hand side's norm.
-    """
-    if not bool(torch.isfinite(b).all()):
-        raise CMEConvergenceError("the CME right-hand side has non-finite entries")
-    b_norm = torch.linalg.vector_norm(b, dim=1)  # (batch, c)
-    x = torch.zeros_like(b) if x0 is None else x0.clone()
-    iterations = torch.zeros(b_norm.shape, dtype=torch.long, device=b.device)
-    cols = torch.arange(b.shape[2], device=b.device)  # the working set's columns
-    r = b - apply_a(x) if x0 is not None else b.clone()
-    bn = b_norm
-    z = apply_p(r)
-    p = z.clone()
-    rz = (r * z).sum(1)
-    r_norm = torch.linalg.vector_norm(r, dim=1)
-    rel = torch.where(bn > 0, r_norm / torch.where(bn > 0, bn, 1.0), 0.0)
-    active = r_norm > tol * bn
-    xw = x
-    for _ in range(max_iter):
-        if not bool(active.any()):
-            break
-        if int(active.any(0).sum()) * 2 <= len(cols):
-            # Drop columns no system still needs: later products are narrower.
-            x[:, :, cols] = xw
-            keep = active.any(0)
-            cols, xw, r, p, rz, bn, active = (
-                cols[keep],
-                xw[:, :, keep],
-                r[:, :, keep],
-                p[:, :, keep],
-                rz[:, keep],
-                bn[:, keep],
-                active[:, keep],
-            )
-        ap = apply_a(p)
-        pap = (p * ap).sum(1)
-        alpha = torch.where(active, rz / torch.where(active, pap, 1.0), 0.0)
-        xw = xw + alpha[:, None, :] * p
-        r = r - alpha[:, None, :] * ap
-        r_norm = torch.linalg.vector_norm(r, dim=1)
-        if not bool(torch.isfinite(r_norm).all()):
-            raise CMEConvergenceError(
-                "CG produced non-finite residuals: the CME system or its preconditioner "
-                "is broken (non-finite kernel values, or a ridge of 0)"
-            )
-        iterations[:, cols] += active.long()
-        rel[:, cols] = torch.where(bn > 0, r_norm / torch.where(bn > 0, bn, 1.0), 0.0)
-        active = active & (r_norm > tol * bn)
-        z = apply_p(r)
-        rz_new = (r * z).sum(1)
-        beta = torch.where(active, rz_new / torch.where(active, rz, 1.0), 0.0)
-        p = z + beta[:, None, :] * p
-        rz = rz_new
-    x[:, :, cols] = xw
-    return PCGResult(x, iterations, rel)
 
 
 class _Batch:
@@ -249,7 +174,7 @@ class CGSolver:
     """Batched Nyström-preconditioned CG (see the module docstring); a :class:`CMESolver`.
 
     ``tol``: relative residual per column (default by precision,
-    :func:`default_tolerance`); ``n_landmarks``: preconditioner rank;
+    :func:`default_tolerance`); ``preconditioner_rank``: rank of the Nyström preconditioner;
     ``max_gram_bytes``: cache the batch's Grams up to this size, else recompute
     blocks in every product. ``report`` accumulates over every call.
     """
@@ -261,18 +186,18 @@ class CGSolver:
         self,
         tol: float | None = None,
         max_iter: int = DEFAULT_MAX_ITER,
-        n_landmarks: int = DEFAULT_CG_LANDMARKS,
+        preconditioner_rank: int = DEFAULT_CG_LANDMARKS,
         landmarks: str = "rpcholesky",
         seed: int = 0,
         max_gram_bytes: int | None = None,
     ) -> None:
         if tol is not None and not 0 < tol < 1:
             raise ValueError(f"tol must be in (0, 1), got {tol}")
-        if max_iter < 1 or n_landmarks < 0:
-            raise ValueError("max_iter must be >= 1 and n_landmarks >= 0")
+        if max_iter < 1 or preconditioner_rank < 0:
+            raise ValueError("max_iter must be >= 1 and preconditioner_rank >= 0")
         self.tol = tol
         self.max_iter = int(max_iter)
-        self.n_landmarks = int(n_landmarks)
+        self.preconditioner_rank = int(preconditioner_rank)
         self.landmarks = landmarks
         self.seed = int(seed)
         self.max_gram_bytes = max_gram_bytes
@@ -292,15 +217,20 @@ class CGSolver:
             budget = int(GRAM_MEMORY_SHARE * available_memory(systems[0].rhs.device))
         batch = _Batch(systems, budget)
         n_rows, n_cols = batch.rhs.shape[1:]
-        rank = min(self.n_landmarks, n_rows)
+        rank = min(self.preconditioner_rank, n_rows)
         with maybe_timed(stats, "cg_preconditioner", 3.0 * len(systems) * n_rows * rank**2):
             if rank > 0:
                 pre = _NystromPreconditioner(batch, systems, rank, self.landmarks, self.seed)
                 apply_p, rank = pre, pre.rank
             else:
-                apply_p = _identity
+                apply_p = _no_preconditioner
         with maybe_timed(stats, "cg"):
-            result = batched_pcg(batch.apply_a, apply_p, batch.rhs, tol=tol, max_iter=self.max_iter)
+            try:
+                result = batched_pcg(
+                    batch.apply_a, batch.rhs, tol=tol, max_iter=self.max_iter, apply_p=apply_p
+                )
+            except SolverError as err:
+                raise CMEConvergenceError(f"CME solve: {err}") from None
             true_res = batch.rhs - batch.apply_a(result.x)  # certify, do not trust recursion
         b_norm = torch.linalg.vector_norm(batch.rhs, dim=1)
         res_norm = torch.linalg.vector_norm(true_res, dim=1)
@@ -333,14 +263,14 @@ class CGSolver:
                 warnings.warn(
                     f"CG stopped after {int(iters.max())} iterations with relative residual "
                     f"{worst:.2e} > tolerance {tol:.0e}; the explanation is less accurate "
-                    "(raise max_iter or n_landmarks, or use method='cholesky')",
+                    "(raise max_iter or preconditioner_rank, or use CholeskyOptions)",
                     RuntimeWarning,
                     stacklevel=3,
                 )
             rep.converged = False
 
 
-def _identity(v: torch.Tensor) -> torch.Tensor:
+def _no_preconditioner(v: torch.Tensor) -> torch.Tensor:
     return v
 
 

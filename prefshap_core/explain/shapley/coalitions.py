@@ -146,3 +146,20 @@ def _rejection_sample(p: int, n_pairs: int, rng: np.random.Generator) -> np.ndar
                 if len(chosen) == n_pairs:
                     break
     return np.array(chosen, dtype=bool)
+
+
+def choose_coalitions(
+    n_players: int, max_exact_players: int, n_samples: int | None, seed: int
+) -> CoalitionSet:
+    """All coalitions up to ``max_exact_players`` players (or when the sample would hold
+    them all), else ``n_samples`` paired samples (``None``: ``2p + 2048``)."""
+    proper = 2**n_players - 2 if n_players <= 62 else None
+    exact = n_players <= max(1, max_exact_players) or (
+        n_samples is not None and proper is not None and n_samples >= proper
+    )
+    if exact:
+        return all_coalitions(n_players)
+    wanted = n_samples if n_samples is not None else 2 * n_players + 2048
+    if proper is not None and wanted >= proper:
+        return all_coalitions(n_players)
+    return sample_paired_coalitions(n_players, wanted, seed)

@@ -33,16 +33,19 @@ leaves out of the system matrix (0 when the factor is exact).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from prefshap_core.explain.cme import CoalitionEmbedding, _Coalition, kernel, maybe_timed
+from prefshap_core.compute import Compute
+from prefshap_core.explain.cme.base import CMEProblem, EngineStats, maybe_timed
+from prefshap_core.explain.cme.classes import CoalitionClasses, PoolUniverse, Universe
+from prefshap_core.explain.options import CORRECTIONS, NystromOptions
+from prefshap_core.explain.options import LANDMARK_RULES as LANDMARK_METHODS
+from prefshap_core.kernels.rbf import scaled_gram as kernel
 
-DEFAULT_LANDMARKS = 512
-LANDMARK_METHODS = ("rpcholesky", "uniform")
-CORRECTIONS = ("diagonal", "none")
+DEFAULT_LANDMARKS = NystromOptions().n_landmarks
 # Pivots drawn per round of block RP-Cholesky: small blocks choose almost as well
 # as one-at-a-time pivoting, large ones use GEMMs; 64 is a good middle.
 _BLOCK = 64
@@ -170,7 +173,6 @@ class NystromReport:
     max_rank: int = 0
     exact_coalitions: int = 0  # every pool class a landmark: no approximation
     worst_trace_ratio: float = 0.0
-    trace_ratios: list[float] = field(default_factory=list, repr=False)
 
     def add(self, rank: int, exact: bool, trace_ratio: float) -> None:
         self.coalitions += 1
@@ -190,48 +192,61 @@ class NystromReport:
         }
 
 
-class NystromEmbedding(CoalitionEmbedding):
-    """``Gamma_S(P, Q)`` with a Nyström CME (see the module docstring); same interface.
+class NystromEmbedding:
+    """``Gamma_S(P, Q)`` with a Nyström CME (see the module docstring).
 
-    Extra keywords: ``n_landmarks`` (default 512), ``landmarks`` (``"rpcholesky"`` or
-    ``"uniform"``), ``correction`` (``"diagonal"``, default, or ``"none"``), ``seed``,
-    and ``report`` (a :class:`NystromReport` to fill in, shared across embeddings of
-    one explanation).
+    The same interface as :class:`embedding.CoalitionEmbedding` (``bind``, ``gammas``);
+    ``n_landmarks`` (default 512), ``landmarks`` (``"rpcholesky"`` or ``"uniform"``),
+    ``correction`` (``"diagonal"``, default, or ``"none"``), ``seed``; ``report`` (a
+    :class:`NystromReport`) collects the accuracy of every coalition it embeds.
     """
 
     def __init__(
         self,
-        *args: object,
+        problem: CMEProblem,
+        compute: Compute,
+        *,
         n_landmarks: int = DEFAULT_LANDMARKS,
         landmarks: str = "rpcholesky",
         correction: str = "diagonal",
         seed: int = 0,
-        report: NystromReport | None = None,
-        **kwargs: object,
+        stats: EngineStats | None = None,
     ) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         if n_landmarks < 1:
             raise ValueError(f"n_landmarks must be at least 1, got {n_landmarks}")
         if landmarks not in LANDMARK_METHODS:
             raise ValueError(f"landmarks must be one of {LANDMARK_METHODS}, got {landmarks!r}")
         if correction not in CORRECTIONS:
             raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+        self.problem = problem
+        self.compute = compute
+        self.stats = stats
+        self.ridge = problem.ridge
         self.n_landmarks = int(n_landmarks)
         self.landmarks = landmarks
         self.correction = correction
         self.seed = int(seed)
-        self.report = report or NystromReport(self.n_landmarks, landmarks)
+        self.report = NystromReport(self.n_landmarks, landmarks)
+        self._pool_universe: PoolUniverse | None = None
 
-    def gammas(self, masks: np.ndarray) -> list[tuple[torch.Tensor, np.ndarray]]:
-        return [self._gamma(np.asarray(mask, dtype=bool)) for mask in masks]
+    def bind(self, queries: np.ndarray) -> Universe:
+        if self._pool_universe is None:
+            self._pool_universe = PoolUniverse(self.problem, self.compute)
+        return Universe(self._pool_universe, queries, self.compute)
 
-    def _gamma(self, mask: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
+    def gammas(
+        self, masks: np.ndarray, universe: Universe
+    ) -> list[tuple[torch.Tensor, np.ndarray]]:
+        return [self._gamma(np.asarray(mask, dtype=bool), universe) for mask in masks]
+
+    def _gamma(self, mask: np.ndarray, universe: Universe) -> tuple[torch.Tensor, np.ndarray]:
         c, stats = self.compute, self.stats
         with maybe_timed(stats, "classes"):
-            co = self._classes(mask)
+            co = universe.classes(mask)
         r, t, q = co.r, len(co.sc_centre), len(co.q_cls)
-        xs = self._scaled.index_select(1, c.index(np.flatnonzero(mask[self.column_player])))
-        xc = self._scaled.index_select(1, c.index(np.flatnonzero(~mask[self.column_player])))
+        cols = mask[universe.column_player]
+        xs = universe.scaled.index_select(1, c.index(np.flatnonzero(cols)))
+        xc = universe.scaled.index_select(1, c.index(np.flatnonzero(~cols)))
         z = xs[c.index(co.first)]  # every S class of the universe, the pool's first
         pair_w = c.tensor(co.pair_w)
         weights = torch.zeros(r, dtype=z.dtype, device=z.device)
@@ -274,14 +289,14 @@ class NystromEmbedding(CoalitionEmbedding):
             if delta is not None:
                 middle[:, : len(q_pool)] += delta.T
         with maybe_timed(stats, "gather"):
-            p_cls, p_row = np.unique(co.labels[self.centre_rows], return_inverse=True)
+            p_cls, p_row = np.unique(co.labels[universe.centre_rows], return_inverse=True)
             k_pq = kernel(z[c.index(p_cls)], z[c.index(co.q_cls)])
             gamma = k_pq[c.index(p_row.reshape(-1))] * middle[c.index(co.sc_row)]
         return gamma, co.q_col
 
     def _centre_side(
         self,
-        co: _Coalition,
+        co: CoalitionClasses,
         xc: torch.Tensor,
         f_pool: torch.Tensor,
         pair_w: torch.Tensor,

@@ -6,28 +6,36 @@ with their counts) and stores the result in the model file; explanations use it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain.cme import DEFAULT_CME_LAMBDA, kernel, unique_rows
+from prefshap_core.explain.cme.base import DEFAULT_CME_LAMBDA, unique_rows
+from prefshap_core.kernels.rbf import scaled_gram as kernel
 
 DEFAULT_LAMBDA_CANDIDATES = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
+
+
+@dataclass(frozen=True)
+class LambdaSearch:
+    """How the regulariser is scored: candidates, random coalitions, held-out share."""
+
+    candidates: tuple[float, ...] = DEFAULT_LAMBDA_CANDIDATES
+    n_coalitions: int = 8
+    holdout: float = 0.25
+    max_rows: int = 1000
+    seed: int = 0
 
 
 def cme_lambda_scores(
     rows: np.ndarray,
     lengthscales: np.ndarray,
     feature_group: np.ndarray,
-    candidates: Sequence[float] = DEFAULT_LAMBDA_CANDIDATES,
     *,
     weights: np.ndarray | None = None,
-    n_coalitions: int = 8,
-    holdout: float = 0.25,
-    max_rows: int = 1000,
-    seed: int = 0,
+    search: LambdaSearch | None = None,
     compute: Compute | None = None,
 ) -> dict[float, float]:
     """Held-out CME error of each candidate ``lam``, averaged over random coalitions.
@@ -42,7 +50,9 @@ def cme_lambda_scores(
     pool grows, so a subsample leans a little towards larger values.
     """
     compute = compute or Compute()
-    rng = np.random.default_rng(seed)
+    search = search or LambdaSearch()
+    candidates, holdout, max_rows = search.candidates, search.holdout, search.max_rows
+    rng = np.random.default_rng(search.seed)
     uniq, inverse = unique_rows(rows)
     w = np.bincount(inverse, weights=None if weights is None else np.asarray(weights, float))
     if len(uniq) > max_rows:
@@ -56,7 +66,7 @@ def cme_lambda_scores(
     fit, test = fit_w > 0, held_w > 0
     groups = np.asarray(feature_group, dtype=np.int64)
     p = int(groups.max()) + 1
-    masks = _proper_coalitions(p, n_coalitions, rng)
+    masks = _proper_coalitions(p, search.n_coalitions, rng)
     if len(masks) == 0 or fit.sum() < 2 or test.sum() < 1:
         return {}
     scaled = compute.tensor(uniq / np.asarray(lengthscales, dtype=np.float64))
@@ -87,13 +97,11 @@ def choose_cme_lambda(
     rows: np.ndarray,
     lengthscales: np.ndarray,
     feature_group: np.ndarray,
-    candidates: Sequence[float] = DEFAULT_LAMBDA_CANDIDATES,
     *,
     weights: np.ndarray | None = None,
-    seed: int = 0,
+    search: LambdaSearch | None = None,
     compute: Compute | None = None,
     fallback: float = DEFAULT_CME_LAMBDA,
-    **options: float,
 ) -> float:
     """The candidate ``lam`` with the least held-out CME error (see :func:`cme_lambda_scores`).
 
@@ -102,14 +110,7 @@ def choose_cme_lambda(
     as ``weights`` and ``fallback=DEFAULT_CONTEXT_CME_LAMBDA``.
     """
     scores = cme_lambda_scores(
-        rows,
-        lengthscales,
-        feature_group,
-        candidates,
-        weights=weights,
-        seed=seed,
-        compute=compute,
-        **options,  # type: ignore[arg-type]
+        rows, lengthscales, feature_group, weights=weights, search=search, compute=compute
     )
     if not scores:
         return float(fallback)

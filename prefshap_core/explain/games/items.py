@@ -6,33 +6,31 @@ For distinct duels ``(a, b)`` between query items and every proper coalition ``S
     UPM:                v(S) = f_S(a) - f_S(b),    f_S(x) = sum_j alpha_j (G[cl_j, x] - G[cr_j, x])
 
 with ``G = Gamma_S(centres, queries)`` from :mod:`cme` (C-GPM: the context-averaged
-``alpha``). ``t(a, b) - t(b, a)`` is the bracket of METHOD.md written so that a duel
+``alpha``). ``t(a, b) - t(b, a)`` is the bracket of docs/method.md written so that a duel
 and its swap are the same numbers subtracted the other way round. Centres are
 gathered, never re-evaluated: ``t(a, b) = sum_p G[p, a] R[p, b]`` over the distinct
 centre items ``p`` with ``R[p] = sum_{j: cl_j = p} alpha_j G[cr_j]``.
 
 The boundary coalitions (empty, full) are not evaluated here: they are fixed by
-definition (0 and the model output) in :mod:`explainer`.
+definition (0 and the model output, :meth:`ItemGame.boundary`).
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain.cme import (
-    DEFAULT_CME_LAMBDA,
-    CMESolver,
-    CoalitionEmbedding,
+from prefshap_core.data.feature_space import FeatureSpace
+from prefshap_core.explain.cme.backends import CMEBackend, Embedding
+from prefshap_core.explain.cme.base import (
+    CMEProblem,
     EngineStats,
     maybe_timed,
     sparse_csr,
     unique_rows,
 )
-from prefshap_core.explain.cme_select import CMEPlan
+from prefshap_core.explain.games.base import DuelBatch, OnBatch
 from prefshap_core.models.preference_function import PreferenceFunction
 
 # Elements per temporary (duels x centres) in the per-duel contraction.
@@ -43,26 +41,20 @@ _CHUNK_ELEMENTS = 1 << 22
 _TABLE_FACTOR = 16
 
 
-def resolve_lambda(value: float | None, default: float) -> float:
-    """A usable regulariser: the given one, else the default (also for NaN / <= 0)."""
-    if value is None or not np.isfinite(value) or value <= 0:
-        return default
-    return float(value)
-
-
 class ItemGame:
-    """Values ``v(S)`` of item coalitions for duels between the given query rows."""
+    """Values ``v(S)`` of item coalitions for duels between query item rows."""
+
+    what = "items"
+    contraction = "auto"  # "auto" | "gather" | "table": the same numbers; tests force each
 
     def __init__(
         self,
         fn: PreferenceFunction,
-        query_rows: np.ndarray,
         compute: Compute,
-        cme_lambda: float | None = None,
-        solver: CMESolver | None = None,
+        cme_lambda: float,
         stats: EngineStats | None = None,
-        plan: CMEPlan | None = None,
     ) -> None:
+        self.fn = fn
         self.kind = fn.kind
         self.compute = compute
         self.stats = stats
@@ -89,50 +81,34 @@ class ItemGame:
                 summed,
                 (n_centre_rows, n_centre_rows),
             )
-        # A CMEPlan (cme_select) swaps in CG or Nyström; without one, exact as before.
-        make = CoalitionEmbedding if plan is None else plan.embedding
-        self.embedding = make(
+        self.problem = CMEProblem(
             pool=fn.items,
             pool_weights=None,
             centres=centre_rows,
-            queries=query_rows,
             lengthscales=fn.lengthscales,
             column_player=fn.item_space.feature_group,
-            cme_lambda=resolve_lambda(
-                fn.cme_lambda if cme_lambda is None else cme_lambda, DEFAULT_CME_LAMBDA
-            ),
-            compute=compute,
-            solver=solver,
-            stats=stats,
+            cme_lambda=cme_lambda,
         )
+        self.embedding: Embedding | None = None
 
-    def values(
-        self,
-        masks: np.ndarray,
-        left: np.ndarray,
-        right: np.ndarray,
-        batch: int = 1,
-        on_batch: Callable[[float], None] | None = None,
-        contraction: str = "auto",
-    ) -> np.ndarray:
-        """(K, D) float64 ``v(S)`` for masks (K, p) and duels given as query indices.
+    @property
+    def space(self) -> FeatureSpace:
+        return self.fn.item_space
 
-        ``contraction`` ("auto", "gather", "table") picks how ``t(a, b)`` is formed;
-        both give the same numbers up to rounding.
-        """
-        masks = np.asarray(masks, dtype=bool)
-        c = self.compute
-        # Kept on the device until the end: one transfer, no sync per coalition.
-        out = torch.empty((len(masks), len(left)), dtype=torch.float64, device=c.torch_device)
-        for start in range(0, len(masks), batch):
-            chunk = masks[start : start + batch]
-            for k, (gamma, query_column) in enumerate(self.embedding.gammas(chunk)):
-                a, b = c.index(query_column[left]), c.index(query_column[right])
-                with maybe_timed(self.stats, "contraction"):
-                    out[start + k] = self._duel_values(gamma, a, b, contraction)
-            if on_batch is not None:
-                on_batch(min(1.0, (start + len(chunk)) / max(1, len(masks))))
-        return out.cpu().numpy()
+    def use(self, backend: CMEBackend) -> None:
+        self.embedding = backend.embedding(self.problem, self.compute, self.stats)
+
+    def boundary(self, batch: DuelBatch) -> tuple[np.ndarray, np.ndarray]:
+        """``v(empty) = 0`` and ``v(full) = g`` (C-GPM: context-averaged) per duel."""
+        full = self.fn.decision_on_pool(
+            batch.items, batch.left, batch.right, None, None, self.compute
+        )
+        return np.zeros(batch.n_duels), full
+
+    def bind(self, batch: DuelBatch) -> _BoundItemGame:
+        if self.embedding is None:
+            raise RuntimeError("ItemGame.use(backend) must come before bind()")
+        return _BoundItemGame(self, self.embedding.bind(batch.items), batch)
 
     def _duel_values(
         self, gamma: torch.Tensor, a: torch.Tensor, b: torch.Tensor, contraction: str
@@ -159,3 +135,29 @@ class ItemGame:
         if not parts:
             return torch.zeros(0, dtype=gamma.dtype, device=gamma.device)
         return torch.cat(parts)
+
+
+class _BoundItemGame:
+    def __init__(self, game: ItemGame, universe: object, batch: DuelBatch) -> None:
+        self.game, self.universe = game, universe
+        self.left, self.right = batch.left, batch.right
+
+    def values(
+        self, masks: np.ndarray, coalition_batch: int = 1, on_batch: OnBatch | None = None
+    ) -> np.ndarray:
+        """(K, D) float64 ``v(S)`` for masks (K, p)."""
+        game = self.game
+        assert game.embedding is not None
+        masks = np.asarray(masks, dtype=bool)
+        c = game.compute
+        # Kept on the device until the end: one transfer, no sync per coalition.
+        out = torch.empty((len(masks), len(self.left)), dtype=torch.float64, device=c.torch_device)
+        for start in range(0, len(masks), coalition_batch):
+            chunk = masks[start : start + coalition_batch]
+            for k, (gamma, query_column) in enumerate(game.embedding.gammas(chunk, self.universe)):
+                a, b = c.index(query_column[self.left]), c.index(query_column[self.right])
+                with maybe_timed(game.stats, "contraction"):
+                    out[start + k] = game._duel_values(gamma, a, b, game.contraction)
+            if on_batch is not None:
+                on_batch(min(1.0, (start + len(chunk)) / max(1, len(masks))))
+        return out.cpu().numpy()

@@ -1,12 +1,6 @@
-"""Shapley values from coalition values: exact weights, or constrained kernel WLS.
+"""Sampled Shapley values: constrained kernel-weighted least squares.
 
-Both are linear maps from the values ``v(S)`` of the coalitions of a
-:class:`CoalitionSet` to the ``p`` Shapley values, built once per call and applied
-to every duel, in float64 whatever precision the value function ran in.
-
-Exact: ``phi_i = sum_{S not containing i} |S|!(p-|S|-1)!/p! (v(S + i) - v(S))``.
-
-Sampled: weighted least squares ``min sum_S w(S) (v(S) - v0 - sum_{i in S} phi_i)^2``
+Weighted least squares ``min sum_S w(S) (v(S) - v0 - sum_{i in S} phi_i)^2``
 with the Shapley kernel weights ``w(S)`` and efficiency ``sum phi = v(full) - v0``
 as an exact constraint (the last player is eliminated, so float32 inputs cannot
 bend it). When the coalitions are all proper coalitions, the answer is the exact
@@ -23,40 +17,9 @@ They estimate the spread due to the choice of coalitions and shrink like
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from prefshap_core.explain.coalitions import CoalitionSet, kernel_weights
-
-
-def exact_shapley_matrix(n_players: int) -> np.ndarray:
-    """(p, 2^p) float64 ``A`` with ``phi = A @ v`` for v in bit order (empty .. full)."""
-    p = n_players
-    codes = np.arange(2**p, dtype=np.int64)
-    member = ((codes[None, :] >> np.arange(p, dtype=np.int64)[:, None]) & 1).astype(bool)
-    size = member.sum(0)
-    # |S|!(p-|S|-1)!/p! = 1 / (p C(p-1, |S|))
-    weight = np.array([1.0 / (p * math.comb(p - 1, s)) if s < p else 0.0 for s in range(p + 1)])
-    with_i = weight[np.maximum(size - 1, 0)]  # S contains i: it is (S - i) + i
-    without_i = weight[size]
-    return np.where(member, with_i[None, :], -without_i[None, :])
-
-
-class ExactShapley:
-    """Exact Shapley values for an exact :class:`CoalitionSet` (bit order)."""
-
-    def __init__(self, coalitions: CoalitionSet) -> None:
-        if not coalitions.exact:
-            raise ValueError("ExactShapley needs all 2^p coalitions")
-        self.coalitions = coalitions
-        self._matrix = exact_shapley_matrix(coalitions.n_players)
-
-    def __call__(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """values (2^p, D), boundary rows included -> phi (D, p), zero standard errors."""
-        values = np.asarray(values, dtype=np.float64)
-        phi = (self._matrix @ values).T
-        return phi, np.zeros_like(phi)
+from prefshap_core.explain.shapley.coalitions import CoalitionSet, kernel_weights
 
 
 class KernelShapley:
@@ -115,3 +78,13 @@ class KernelShapley:
             var[i] = (per_cluster**2).sum(0)
         var *= max(0.0, 1.0 - self.coalitions.coverage)
         return phi.T, np.sqrt(var).T
+
+    def partial(self, values: np.ndarray, rows: slice) -> tuple[slice, np.ndarray]:
+        """The values of the coalitions ``rows`` themselves (the residuals need them all)."""
+        return rows, np.asarray(values, dtype=np.float64)
+
+    def finish(
+        self, partials: list[tuple[slice, np.ndarray]], v_empty: np.ndarray, v_full: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        values = np.vstack([part for _, part in sorted(partials, key=lambda p: p[0].start)])
+        return self(values, v_empty, v_full)

@@ -1,0 +1,1 @@
+"""Value functions of Pref-SHAP as games over feature groups (``base``: the seam)."""
