@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-
 from pathlib import Path
 
 import numpy as np

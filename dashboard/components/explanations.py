@@ -14,6 +14,8 @@ import streamlit as st
 from dashboard import services, state
 from dashboard.components.export import figure_exports, file_stem
 from dashboard.components.progress import job_outcome, job_panel
+from dashboard.components.text import md
+from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import bar, bar_table, beehive, dependence, interaction_partner
 
@@ -30,7 +32,7 @@ def require_model() -> tuple[state.LoadedData, state.TrainedModel] | None:
         return None
     model = state.model_for(loaded)
     if model is None:
-        st.info(f"No model on **{loaded.title}** yet: train one first.")
+        st.info(f"No model on **{md(loaded.title)}** yet: train one first.")
         st.page_link("views/train.py", label="Go to Train", icon=":material/model_training:")
         return None
     return loaded, model
@@ -117,7 +119,7 @@ def figures(
         st.plotly_chart(fig_bar, width="stretch", config=PLOT_CONFIG, key=f"bar:{key}")
         figure_exports(
             fig_bar, file_stem("bar", stem), key=f"bar:{key}", provenance=provenance,
-            table=lambda: bar_table(expl, kind=kind).to_csv(index=False).encode("utf-8"),
+            table=lambda: to_csv_bytes(bar_table(expl, kind=kind)),
             table_help="The bars' numbers: feature, value, standard error, duels.",
         )  # fmt: skip
     dependence_plot(expl, title=title, stem=stem, key=key, provenance=provenance,

@@ -9,12 +9,12 @@ interactive HTML (which also saves as an image from any browser).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import plotly.graph_objects as go
 import streamlit as st
 
+from prefshap_core.csv_safety import safe_file_name
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.models.model_file import model_to_bytes
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -31,7 +31,7 @@ from prefshap_core.plots import (
 def file_stem(*parts: str) -> str:
     """A safe file name from readable parts, e.g. 'beehive_novak-djokovic_losses'."""
     text = "_".join(p for p in parts if p)
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_").lower() or "figure"
+    return safe_file_name(text, "figure").strip("-_").lower() or "figure"
 
 
 def figure_exports(
@@ -125,10 +125,11 @@ def model_download(fn: PreferenceFunction, stem: str, *, key: str) -> None:
 def table_download(
     data: bytes, file_name: str, *, label: str = "CSV", key: str, help: str | None = None
 ) -> None:
+    """A CSV download; ``data`` from ``csv_safety.to_csv_bytes`` (formula-safe)."""
     st.download_button(
         label,
         data=data,
-        file_name=file_name,
+        file_name=safe_file_name(file_name, "table.csv"),
         mime="text/csv",
         key=f"table:{key}",
         on_click="ignore",

@@ -12,6 +12,7 @@ from dashboard.components.export import figure_exports, file_stem, provenance, t
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
+from dashboard.components.text import md
 from prefshap_core import workflow
 from prefshap_core.analysis.head_to_head import meetings
 from prefshap_core.explain.explanation import Explanation
@@ -53,15 +54,15 @@ def _by_names(loaded: state.LoadedData, typed: str, where) -> None:
     try:
         pair = workflow.parse_pair(data, typed)
     except KeyError as exc:
-        where.error(f"{exc.args[0]}: type a duel id or “A vs B”.")
+        where.error(f"{md(exc.args[0])}: type a duel id or “A vs B”.")
         return
     if pair is None:
-        where.error(f"No duel has the id {typed!r}; for two items, type “A vs B”.")
+        where.error(f"No duel has the id {md(repr(typed))}; for two items, type “A vs B”.")
         return
     a, b = pair
     met = meetings(data, a, b)
     if met.n_duels == 0:
-        where.warning(f"{typed} never met in the data: the Head-to-head page shows them.")
+        where.warning(f"{md(typed)} never met in the data: the Head-to-head page shows them.")
         state.select_pair(loaded, a, b)
         where.page_link("views/head_to_head.py", label="Open the head-to-head",
                         icon=":material/compare_arrows:")  # fmt: skip
@@ -132,7 +133,7 @@ def render() -> None:
         "Seen from",
         ids,
         index=ids.index(seen_from),
-        format_func=lambda i: labels[i] + (" (winner)" if i == winner else ""),
+        format_func=lambda i: md(labels[i]) + (" (winner)" if i == winner else ""),
         horizontal=True,
         key=f"duel:pov:{loaded.fingerprint}:{duel}",
     )
@@ -144,9 +145,9 @@ def render() -> None:
         else None
     )
     st.caption(
-        f"Duel {data.duel_ids[duel]}: {labels[ids[0]]} vs {labels[ids[1]]}"
-        + (f" · context: {context}" if context else "")
-        + f" · winner: {labels[winner]}"
+        f"Duel {md(data.duel_ids[duel])}: {md(labels[ids[0]])} vs {md(labels[ids[1]])}"
+        + (f" · context: {md(context)}" if context else "")
+        + f" · winner: {md(labels[winner])}"
         + (" · held-out test duel" if np.any(model.result.split.test == duel) else "")
     )
 
@@ -158,13 +159,13 @@ def render() -> None:
     ctx_view = ctx.from_point_of_view(seen_from) if ctx is not None else None
     g = float((ctx_view if ctx_view is not None else items_view).outputs[0])
     c = st.columns(3)
-    c[0].metric(f"P({labels[seen_from]} wins)", percent(sigmoid(g)))
-    c[1].metric(f"P({labels[other]} wins)", percent(1 - sigmoid(g)))
+    c[0].metric(f"P({md(labels[seen_from])} wins)", percent(sigmoid(g)))
+    c[1].metric(f"P({md(labels[other])} wins)", percent(1 - sigmoid(g)))
     c[2].metric("Preference g", f"{g:+.3f}", help="Positive favours the side it is seen from.")
     if ctx_view is not None:
         g_bar = float(items_view.outputs[0])
         st.caption(
-            f"Averaged over all contexts the model gives {labels[seen_from]} "
+            f"Averaged over all contexts the model gives {md(labels[seen_from])} "
             f"{percent(sigmoid(g_bar))}; this duel's context moves it to {percent(sigmoid(g))}."
         )
     fig = waterfall(items_view, ctx_view)

@@ -18,6 +18,7 @@ from dashboard.components.explanations import fetch, figures, require_model, sam
 from dashboard.components.export import provenance
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
+from dashboard.components.text import md
 from prefshap_core import workflow
 from prefshap_core.analysis.sides import (
     ItemCondition,
@@ -126,7 +127,7 @@ def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
         return orient_to_side(expl, data, mask_a, mask_b, side)
 
     note = (
-        f"Seen from group A ({side}): right of zero, the feature pushed towards the A item. "
+        f"Seen from group A ({md(side)}): right of zero, the feature pushed towards the A item. "
         f"Group A won {wins:,} and lost {losses:,} of these {len(duels):,} duels."
     )
     return Subset(duels, title, cap, orient, note)
@@ -198,7 +199,7 @@ def render() -> None:
         return
     loaded, model = ready
     st.caption(
-        f"{services.model_title(model.kind)} on **{loaded.title}**. Each point is a duel seen "
+        f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Each point is a duel seen "
         "from its winner: right of zero, the feature helped the winner; red, the winner had "
         "more of it. Click a point to open its duel."
     )

@@ -14,8 +14,9 @@ from dashboard import links, services, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
 from dashboard.components.export import figure_exports, file_stem, provenance
 from dashboard.components.formats import percent
-from dashboard.components.guard import run_guarded
+from dashboard.components.guard import run_guarded, show_error
 from dashboard.components.precision import precision_control
+from dashboard.components.text import md
 from prefshap_core.analysis.contexts import context_row_labels
 from prefshap_core.analysis.covariates import editable_columns, encode_covariates, raw_covariates
 from prefshap_core.analysis.head_to_head import meetings, most_active_pair, pair_preference
@@ -84,7 +85,7 @@ def _what_if(loaded: state.LoadedData, a: str, b: str, names: dict[str, str]):
         rows = []
         for column, item, side in ((c[0], a, "a"), (c[1], b, "b")):
             with column:
-                st.markdown(f"**{names[item]}**")
+                st.markdown(f"**{md(names[item])}**")
                 rows.append(_edited_row(loaded, item, side))
     (x_a, edited_a), (x_b, edited_b) = rows
     return x_a, x_b, edited_a or edited_b
@@ -125,18 +126,18 @@ def render() -> None:
     try:
         x_a, x_b, edited = _what_if(loaded, a, b, names)
     except PrefShapError as exc:
-        st.error(str(exc))
+        show_error(exc)
         x_a, x_b, edited = data.items[[data.item_index(a)]], data.items[[data.item_index(b)]], False
     started = time.perf_counter()
     pref = pair_preference(fn, x_a, x_b)
     met = meetings(data, a, b)
     hyp = " (edited)" if edited else ""
     c = st.columns(3)
-    c[0].metric(f"P({names[a]}{hyp} beats {names[b]})", percent(pref.p_average),
+    c[0].metric(f"P({md(names[a])}{hyp} beats {md(names[b])})", percent(pref.p_average),
                 help=f"The model's probability, {AVERAGE}.")  # fmt: skip
-    c[1].metric(f"P({names[b]} beats {names[a]})", percent(1 - pref.p_average))
+    c[1].metric(f"P({md(names[b])} beats {md(names[a])})", percent(1 - pref.p_average))
     c[2].metric("Past meetings", f"{met.wins_a} – {met.wins_b}",
-                help=f"Wins of {names[a]} – wins of {names[b]} in the data.")  # fmt: skip
+                help=f"Wins of {md(names[a])} – wins of {md(names[b])} in the data.")  # fmt: skip
     if not pref.by_context.empty:
         table = pref.by_context.assign(
             context=pref.by_context["group"] + " = " + pref.by_context["value"],
@@ -176,7 +177,7 @@ def _explanation(loaded, model, sides: _Sides, names, context_row) -> None:
     a, b = sides.a, sides.b
     c = st.columns([4, 1], vertical_alignment="bottom")
     edited = " (edited)" if sides.edited else ""
-    c[0].subheader(f"Why: {names[a]}{edited} vs {names[b]}, seen from {names[a]}")
+    c[0].subheader(f"Why: {md(names[a])}{edited} vs {md(names[b])}, seen from {md(names[a])}")
     with c[1]:
         precision_control("head-to-head")
     fn = model.result.function
@@ -203,7 +204,7 @@ def _meetings(loaded, met, names, a, b) -> None:
     st.markdown(f"**Past meetings** ({met.n_duels:,})" + (" — select a row to open it"
                                                           if met.n_duels else ""))  # fmt: skip
     if met.n_duels == 0:
-        st.caption(f"{names[a]} and {names[b]} never met in the data.")
+        st.caption(f"{md(names[a])} and {md(names[b])} never met in the data.")
         return
     event = st.dataframe(
         pd.DataFrame(met.table).drop(columns=["duel"]), hide_index=True, width="stretch",

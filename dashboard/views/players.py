@@ -12,7 +12,9 @@ from dashboard.components.export import provenance, table_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.tables import paginated
+from dashboard.components.text import md
 from prefshap_core import workflow
+from prefshap_core.csv_safety import to_csv_bytes
 
 VIEWS = {"all": "All duels", "losses": "Losses", "wins": "Wins"}
 RESULT_OF_VIEW = {"losses": "lost", "wins": "won"}
@@ -101,7 +103,9 @@ def render() -> None:
     data = loaded.data
     item_id = _pick_item(loaded)
     record = workflow.item_record(data, item_id)
-    st.subheader(record.label if record.label == item_id else f"{record.label} ({item_id})")
+    st.subheader(
+        md(record.label) if record.label == item_id else f"{md(record.label)} ({md(item_id)})"
+    )
     _record(loaded, record)
     if record.n_duels == 0:
         st.info("This item has no duels.")
@@ -126,11 +130,12 @@ def render() -> None:
     opponent_names = dict(zip(record.duels["opponent_id"], record.duels["opponent"], strict=False))
     against = "" if opponent is None else f" against {opponent_names[opponent]}"
     st.caption(
-        f"{VIEWS[view]}{against} of {record.label}, explained from its point of view: right of "
-        f"zero, the feature pushed towards {record.label}; red, {record.label} had more of it."
+        f"{VIEWS[view]}{md(against)} of {md(record.label)}, explained from its point of view: "
+        f"right of zero, the feature pushed towards {md(record.label)}; red, {md(record.label)} "
+        "had more of it."
     )
     if len(duels) == 0:
-        st.info(f"{record.label} has no {VIEWS[view].lower()}.")
+        st.info(f"{md(record.label)} has no {VIEWS[view].lower()}.")
     else:
         whats = ["items", "context"] if model.kind == "cgpm" else ["items"]
         tabs = st.tabs(["Item features", "Context features"][: len(whats)])
@@ -168,7 +173,7 @@ def render() -> None:
 def _duel_table(
     loaded: state.LoadedData, record: workflow.ItemRecord, view: str, opponent: str | None
 ) -> None:
-    st.markdown(f"**{VIEWS[view]} of {record.label}** — select a row to open the duel")
+    st.markdown(f"**{VIEWS[view]} of {md(record.label)}** — select a row to open the duel")
     table: pd.DataFrame = record.duels
     if view in RESULT_OF_VIEW:
         table = table[table["result"] == RESULT_OF_VIEW[view]]
@@ -194,7 +199,7 @@ def _duel_table(
     with c[1]:
         cli_table = workflow.explain_input_table(loaded.data, table["duel"].to_numpy())
         table_download(
-            cli_table.to_csv(index=False).encode("utf-8"),
+            to_csv_bytes(cli_table),
             f"{record.item_id}_{view}_duels.csv",
             label="Duels (CSV)",
             key=f"duels:{record.item_id}:{view}",

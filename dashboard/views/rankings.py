@@ -9,7 +9,9 @@ from dashboard.components.explanations import require_model
 from dashboard.components.export import file_stem, table_download
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
+from dashboard.components.text import md
 from prefshap_core.analysis.rankings import BT_SCORE
+from prefshap_core.csv_safety import to_csv_bytes
 
 MIX = "the observed context mix"
 
@@ -33,7 +35,7 @@ def render() -> None:
         else "the UPM's utility f(x), centred"
     )
     st.caption(
-        f"{services.model_title(model.kind)} on **{loaded.title}**. Strength = the model's "
+        f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Strength = the model's "
         f"mean probability of beating {opponents}. Score: {score_words}."
     )
     table = ranked.table
@@ -61,7 +63,7 @@ def render() -> None:
         column_config={ranked.score_name: st.column_config.NumberColumn(format="%.3f")},
     )  # fmt: skip
     table_download(
-        shown.to_csv(index=False).encode("utf-8"),
+        to_csv_bytes(shown),
         file_stem("rankings", loaded.data.name, model.kind) + ".csv",
         label="Rankings (CSV)",
         key="rankings:csv",

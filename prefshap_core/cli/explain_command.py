@@ -31,6 +31,7 @@ import pandas as pd
 
 from prefshap_core.cli._output import stderr_progress
 from prefshap_core.compute import Compute
+from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.csv_io import read_table, row_numbers
 from prefshap_core.data.encoding import EncodingSpec, encode_rows
 from prefshap_core.errors import DataValidationError
@@ -75,6 +76,12 @@ def run(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise ValueError("--samples must be at least 1")
     fn = load_model(args.model)
+    for old, new in fn.metadata.get("renamed_players", {}).items():
+        print(
+            f"prefshap explain: note: player '{old}' is called '{new}' in {args.out}: "
+            "its name is an export column",
+            file=sys.stderr,
+        )
     file_name = Path(args.duels).name
     table = read_table(Path(args.duels), file_name=file_name)
     left, right = _ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name)
@@ -102,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     )
     out = explanation_table(expl, table)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    out.to_csv(args.out, index=False, float_format="%.17g")
+    write_csv(out, args.out, float_format="%.17g")  # ids and headers formula-safe
     summary = {
         "duels": len(out),
         "what": args.what,

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import plotly.graph_objects as go
 
+from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.errors import StaticExportUnavailable
 from prefshap_core.explain.explanation import Explanation
 
@@ -327,7 +328,7 @@ def explanation_to_csv(expl: Explanation) -> bytes:
     """UTF-8 CSV of ``expl.to_frame``: one row per duel, one column per player, then
     ``se:<player>`` standard errors when the explanation has them."""
     frame = expl.to_frame(standard_errors=expl.standard_errors is not None)
-    return frame.to_csv(index=False).encode("utf-8")
+    return to_csv_bytes(frame)
 
 
 def with_provenance(fig: go.Figure, text: str) -> go.Figure:

@@ -52,7 +52,16 @@ class CMEBackend(Protocol):
 
     def begin_call(self) -> None: ...
 
+    def workspace_bytes(self, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+        """Peak memory of embedding coalitions over ``n_rows`` distinct pool rows and
+        ``n_centres`` centre rows, kept factorizations included (for the budget)."""
+        ...
+
     def report(self) -> dict[str, Any]: ...
+
+
+def _kept_bytes(cache: FactorCache, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+    return min(cache.max_bytes, n_coalitions * n_rows * n_centres * 8)
 
 
 class CholeskyBackend:
@@ -71,6 +80,11 @@ class CholeskyBackend:
 
     def begin_call(self) -> None:
         self.cache.begin_call()
+
+    def workspace_bytes(self, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+        # the Gram, its factor and a copy; the centre side and its solution
+        dense = (3 * n_rows * n_rows + 2 * n_rows * n_centres) * 8
+        return dense + _kept_bytes(self.cache, n_rows, n_centres, n_coalitions)
 
     def report(self) -> dict[str, Any]:
         return _with_choice({"method": self.name, "factor_cache": self.cache.report()}, self)
@@ -101,6 +115,12 @@ class CGBackend:
         self.cache.begin_call()
         self.solver.report = CGReport(tolerance=self.options.tol)
 
+    def workspace_bytes(self, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+        # blocked products, the preconditioner's factor, iterates of every column
+        rank = self.options.preconditioner_rank
+        iterative = n_rows * (rank + 4 * n_centres) * 8
+        return iterative + _kept_bytes(self.cache, n_rows, n_centres, n_coalitions)
+
     def report(self) -> dict[str, Any]:
         report = {"method": self.name, "cg": self.solver.report.as_dict()}
         return _with_choice({**report, "factor_cache": self.cache.report()}, self)
@@ -129,6 +149,10 @@ class NystromBackend:
         )
         self._embeddings.append(embedding)
         return embedding
+
+    def workspace_bytes(self, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+        m = self.options.n_landmarks
+        return 2 * n_rows * (m + n_centres) * 8 + 2 * n_centres * m * 8
 
     def begin_call(self) -> None:
         for embedding in self._embeddings:

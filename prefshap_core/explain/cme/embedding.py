@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
+from prefshap_core.errors import NumericalError
 from prefshap_core.explain.cme.base import (
     CMEProblem,
     CMESolver,
@@ -92,15 +93,34 @@ class CholeskySolver:
         return list(x.unbind(0))
 
 
-def _cholesky_in_float64(a: torch.Tensor) -> torch.Tensor:
-    """Fallback for float32 systems that lost definiteness to rounding."""
+def _cholesky_in_float64(a: torch.Tensor, max_tries: int = 8) -> torch.Tensor:
+    """Fallback for float32 systems that lost definiteness to rounding.
+
+    Bounded: at most ``max_tries`` growing jitters (1e-10 .. 1e-3 of the mean
+    diagonal). A matrix with NaN or infinite entries (a crafted model: lengthscales
+    of 1e-200, items at 1e200) can never be factorised, so it is refused at once
+    instead of spinning forever.
+    """
     a64 = a.to(torch.float64)
+    if not bool(torch.isfinite(a64).all()):
+        raise NumericalError(
+            "the CME system has NaN or infinite entries: the model's lengthscales, "
+            "scales or item values overflow the kernel (check the model file)"
+        )
     chol, info = torch.linalg.cholesky_ex(a64)
-    jitter = 1e-10 * a64.diagonal(dim1=-2, dim2=-1).mean()
-    while bool((info != 0).any()):
+    scale = a64.diagonal(dim1=-2, dim2=-1).abs().mean()
+    jitter = 1e-10 * (scale if bool(scale > 0) else torch.ones_like(scale))
+    for _ in range(max_tries):
+        if not bool((info != 0).any()):
+            return chol
         a64.diagonal(dim1=-2, dim2=-1).add_(jitter)
         chol, info = torch.linalg.cholesky_ex(a64)
         jitter = jitter * 10
+    if bool((info != 0).any()) or not bool(torch.isfinite(chol).all()):
+        raise NumericalError(
+            f"the CME system stays singular after {max_tries} growing jitters: raise the "
+            "CME regulariser (cme_lambda) or check the model's lengthscales"
+        )
     return chol
 
 

@@ -32,6 +32,7 @@ from prefshap_core.explain.cme.base import (
 )
 from prefshap_core.explain.games.base import DuelBatch, OnBatch
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.progress import checkpoint
 
 # Elements per temporary (duels x centres) in the per-duel contraction.
 _CHUNK_ELEMENTS = 1 << 22
@@ -153,6 +154,7 @@ class _BoundItemGame:
         # Kept on the device until the end: one transfer, no sync per coalition.
         out = torch.empty((len(masks), len(self.left)), dtype=torch.float64, device=c.torch_device)
         for start in range(0, len(masks), coalition_batch):
+            checkpoint()  # a cancel stops between coalition batches
             chunk = masks[start : start + coalition_batch]
             for k, (gamma, query_column) in enumerate(game.embedding.gammas(chunk, self.universe)):
                 a, b = c.index(query_column[self.left]), c.index(query_column[self.right])
