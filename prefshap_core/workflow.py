@@ -343,7 +343,7 @@ def numeric_item_columns(data: DuelData) -> list[str]:
     spec_numeric = {
         name
         for g, name in enumerate(data.item_space.group_names)
-        if data.item_space.is_single_column_group(g)
+        if len(data.item_space.group_columns(g)) == 1
         and data.item_space.feature_names[data.item_space.group_columns(g)[0]] == name
     }
     out = []

@@ -96,7 +96,8 @@ def test_player_view_losses_and_duel() -> None:
     at = goto(at, "duel")
     assert_clean(at)
     assert f"Duel {lost['duel_id']}:" in texts(at)
-    assert at.radio[0].value == "c01"  # seen from the player who was selected
+    pov = next(r for r in at.radio if r.key.startswith("duel:pov:"))
+    assert pov.value == "c01"  # seen from the player who was selected
     probs = [m for m in at.metric if m.label.startswith("P(")]
     p_me = float(probs[0].value.rstrip("%"))
     p_other = float(probs[1].value.rstrip("%"))

@@ -175,7 +175,7 @@ def render() -> None:
         fig, stem, expl=items_view, key="duel:waterfall",
         provenance=provenance(loaded.title, services.model_description(model), 1),
     )  # fmt: skip
-    if items.meta.get("method") == "sampled":
+    if items.meta.get("shapley") == "sampled":
         st.caption(
             f"Sampled values ({items.meta.get('n_coalitions', 0):,} coalitions): the error "
             "bars are their standard errors."
