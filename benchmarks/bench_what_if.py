@@ -44,6 +44,8 @@ def model(path: Path, data):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--verbose", action="store_true", help="print the factor cache")
+    parser.add_argument("--edits", type=int, default=7, help="how many edits to time")
     args = parser.parse_args()
     data = load_dataset("pokemon", seed=0)
     fn = model(args.model, data)
@@ -58,6 +60,7 @@ def main() -> None:
     edits = [("original", values)] + [
         (f"Speed = {s}", {**values, "Speed": float(s)}) for s in (20, 60, 100, 140, 180)
     ] + [(f"Attack = {s}", {**values, "Attack": float(s)}) for s in (50, 150)]  # fmt: skip
+    edits = edits[: args.edits + 1]
     print(f"{'edit':<16}{'P(A wins)':>10}{'prob s':>9}{'waterfall s':>13}{'total s':>9}")
     for name, edited in edits:
         start = time.perf_counter()
@@ -68,6 +71,8 @@ def main() -> None:
         end = time.perf_counter()
         assert abs(expl.outputs[0] - np.log(p / (1 - p))) < 1e-6
         print(f"{name:<16}{100 * p:>9.1f}%{mid - start:>9.3f}{end - mid:>13.3f}{end - start:>9.3f}")
+        if args.verbose:
+            print(f"    cache: {explainer.cache_report.get('factor_cache', explainer.cache_report)}")
 
 
 if __name__ == "__main__":

@@ -477,15 +477,29 @@ def explain_pair(
 ) -> Explanation:
     """The explanation of one duel ``left`` vs ``right``: item ids, or model-space rows
     (what-if edits), ``labels`` their display names. Through the server's explainer
-    of this model and options, whose kept factorizations make each edit fast."""
+    of this model and options, whose kept factorizations make each edit fast; the
+    same duel again (a rerun of the page) comes from a small in-process store."""
     options = (precision or session_precision()).options(what)
-    expl = explainer_for(model, options)(left, right, contexts=contexts)
+    parts = [np.asarray(left), np.asarray(right)] + ([] if contexts is None else [contexts])
+    duel_key = "|".join(f"{p.dtype}:{p.shape}:{p.tobytes().hex()}" for p in parts)
+    expl = _pair_explanation(
+        (model.data_fp, model.settings_fp), options.key(), duel_key, model, options, left,
+        right, contexts,
+    )  # fmt: skip
     return replace(
         expl,
         left_labels=np.array([labels[0]]),
         right_labels=np.array([labels[1]]),
         meta={**expl.meta, "dataset": loaded.title},
     )
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _pair_explanation(
+    model_key: tuple[str, str], options_key: str, duel_key: str,
+    _model: state.TrainedModel, _options: ExplainOptions, _left, _right, _contexts,
+) -> Explanation:  # fmt: skip
+    return explainer_for(_model, _options)(_left, _right, contexts=_contexts)
 
 
 # -- rankings -----------------------------------------------------------------------------------
