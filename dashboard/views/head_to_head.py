@@ -184,12 +184,13 @@ def _explanation(loaded, model, sides: _Sides, names, context_row) -> None:
     # Unedited: by id (the explainer's own pool rows); edited: the edited rows.
     left, right = (sides.x_a, sides.x_b) if sides.edited else ([a], [b])
     labels = (names[a] + edited, names[b])
-    items = services.explain_pair(loaded, model, left, right, labels)
+    ids = (a + edited, b)
+    items = services.explain_pair(loaded, model, left, right, labels, ids=ids)
     ctx = None
     if context_row is not None:
         assert fn.contexts is not None
         ctx = services.explain_pair(
-            loaded, model, left, right, labels, what="context",
+            loaded, model, left, right, labels, ids=ids, what="context",
             contexts=fn.contexts[[context_row]],
         )  # fmt: skip
     fig = waterfall(items, ctx)
