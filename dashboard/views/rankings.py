@@ -32,7 +32,9 @@ def render() -> None:
     score_words = (
         "a Bradley-Terry maximum-likelihood score of the record (no model trained for it)"
         if ranked.score_name == BT_SCORE
-        else "the UPM's utility f(x), centred"
+        else "the model's utility f(x), centred"
+        if model.kind == "upm"
+        else "the utility f(x) of the UPM baseline trained beside it, centred"
     )
     st.caption(
         f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Strength = the model's "
