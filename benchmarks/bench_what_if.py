@@ -72,7 +72,8 @@ def main() -> None:
         assert abs(expl.outputs[0] - np.log(p / (1 - p))) < 1e-6
         print(f"{name:<16}{100 * p:>9.1f}%{mid - start:>9.3f}{end - mid:>13.3f}{end - start:>9.3f}")
         if args.verbose:
-            print(f"    cache: {explainer.cache_report.get('factor_cache', explainer.cache_report)}")
+            report = explainer.cache_report
+            print(f"    cache: {report.get('factor_cache', report)}")
 
 
 if __name__ == "__main__":
