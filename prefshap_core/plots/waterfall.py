@@ -26,6 +26,7 @@ class _Step:
     label: str
     value: float
     hover: str
+    standard_error: float = 0.0  # coalition sampling (0 when exact)
 
 
 def waterfall(
@@ -56,6 +57,7 @@ def waterfall(
         bases = start + np.r_[0.0, np.cumsum([s.value for s in steps])[:-1]]
         ys = np.arange(row, row + len(steps), dtype=float)
         values = np.array([s.value for s in steps])
+        errors = np.array([s.standard_error for s in steps])
         fig.add_trace(
             go.Bar(
                 name=section,
@@ -71,6 +73,12 @@ def waterfall(
                 hovertext=[s.hover for s in steps],
                 hoverinfo="text",
                 showlegend=False,
+                # Sampled values: their standard errors, at the bars' ends.
+                error_x=(
+                    {"type": "data", "array": errors, "color": style.TEXT_COLOUR, "thickness": 1}
+                    if np.any(errors > 0)
+                    else None
+                ),
             )
         )
         for b, v, yy in zip(bases.tolist(), values.tolist(), ys.tolist(), strict=True):
@@ -146,25 +154,27 @@ def _check_same_duel(items: Explanation, context: Explanation, index: int) -> No
 def _steps(expl: Explanation, index: int, max_display: int) -> list[_Step]:
     """The section's bars in path order: collapsed rest first, then by increasing |phi|."""
     phi = expl.values[index]
+    se = None if expl.standard_errors is None else expl.standard_errors[index]
     shown, rest = style.rank_players(np.abs(phi), max_display)
     steps = []
     if rest.size:
         names = ", ".join(expl.player_names[j] for j in rest.tolist())
         value = float(phi[rest].sum())
+        se_rest = 0.0 if se is None else float(np.sqrt(np.sum(se[rest] ** 2)))
         steps.append(
             _Step(
                 style.other_players_label(int(rest.size), summed=False),
                 value,
                 f"{rest.size} other features ({names}): {style.format_number(value, signed=True)}",
+                se_rest,
             )
         )
-    se = None if expl.standard_errors is None else expl.standard_errors[index]
     for j in shown.tolist()[::-1]:
         label = _player_label(expl, index, j)
         hover = f"{label}: {style.format_number(phi[j], signed=True)}"
         if se is not None and se[j] > 0:  # sampled coalitions: say how sure we are
             hover += f" ± {style.format_number(se[j])} (s.e.)"
-        steps.append(_Step(label, float(phi[j]), hover))
+        steps.append(_Step(label, float(phi[j]), hover, 0.0 if se is None else float(se[j])))
     return steps
 
 
