@@ -21,6 +21,8 @@ def test_readme_has_two_one_line_quickstart_commands():
         assert "pip install -q -r requirements.txt" in command  # each does its own set-up
     assert launch.endswith("streamlit run dashboard/app.py")
     assert tests.endswith("python -m pytest")
+    # The test-only dependencies (shapiq's cross-check) are installed by the test command.
+    assert "-r requirements-test.txt" in tests
 
 
 def test_ci_runs_the_readme_test_command_verbatim():
@@ -31,14 +33,19 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert any("CI=true" in line for line in ci)
 
 
-def test_requirements_are_all_pinned():
+def _pinned_lines(name: str) -> list[str]:
     lines = [
         line.strip()
-        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        for line in (ROOT / name).read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
     assert lines and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.]+", line) for line in lines)
-    assert "torch==2.13.0" in lines
+    return lines
+
+
+def test_requirements_are_all_pinned():
+    assert "torch==2.13.0" in _pinned_lines("requirements.txt")
+    assert "shapiq==1.4.1" in _pinned_lines("requirements-test.txt")
 
 
 def test_procfile_serves_the_dashboard():

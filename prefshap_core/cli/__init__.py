@@ -1,4 +1,4 @@
-"""The ``prefshap`` command: train, explain, datasets.
+"""The ``prefshap`` command: train, explain, cycles, datasets.
 
 Each subcommand lives in its own module with ``add_parser(subparsers)`` and
 ``run(args) -> int``. User mistakes (bad data, bad model files, bad options) print
@@ -11,10 +11,10 @@ import argparse
 import sys
 
 from prefshap_core import __version__
-from prefshap_core.cli import datasets_command, explain_command, train_command
+from prefshap_core.cli import cycles_command, datasets_command, explain_command, train_command
 from prefshap_core.errors import CancelledError, PrefShapError
 
-COMMANDS = (train_command, explain_command, datasets_command)
+COMMANDS = (train_command, explain_command, cycles_command, datasets_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

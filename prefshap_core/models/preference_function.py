@@ -173,6 +173,28 @@ class PreferenceFunction:
         g[left == right] = 0.0
         return g
 
+    def decision_matrix(self, pool: np.ndarray, compute: Compute | None = None) -> np.ndarray:
+        """(P, P) ``G_ab = g(pool_a, pool_b)`` for every pair of ``pool`` rows.
+
+        The same g as :meth:`decision_on_pool` without context (C-GPM: context-
+        averaged), as two matrix products instead of P^2 duels: with
+        ``A = (alpha * K(C_l, pool))' K(C_r, pool)``, ``G = A - A'`` (UPM:
+        ``f_a - f_b``), so G is exactly skew-symmetric with a zero diagonal.
+        """
+        compute = compute or Compute()
+        ls = compute.tensor(self.lengthscales)
+        pool_t = compute.tensor(pool)
+        k_left = rbf_gram(compute.tensor(self.centres_left), pool_t, ls)  # (M, P)
+        k_right = rbf_gram(compute.tensor(self.centres_right), pool_t, ls)
+        alpha = self.averaged_alpha(compute)
+        if self.kind == "upm":
+            f = alpha @ (k_left - k_right)
+            g = f[:, None] - f[None, :]
+        else:
+            a = (alpha[:, None] * k_left).T @ k_right
+            g = a - a.T
+        return g.cpu().numpy().astype(np.float64)
+
     def decision_for_ids(
         self,
         left_ids: np.ndarray,

@@ -1,0 +1,1 @@
+"""Analyses of a fitted preference function as a whole (not one duel at a time)."""

@@ -1,0 +1,143 @@
+"""``prefshap cycles``: how intransitive a model is, and its strongest cycles.
+
+Contract (scripts call it exactly so):
+
+    prefshap cycles --model M.npz [--max-items N] [--items-file F]
+        [--context k=v ...] [--top K]
+
+Items: the model's items in pool order, the first N (default 500), or the ids listed
+in F (one per line); at most 2,000. ``--context`` (C-GPM): ``k`` a context group and
+``v`` one of its categories, or ``k`` a numeric context column and ``v`` its raw
+value; groups not given are averaged over the observed contexts (none given: the
+context-averaged model). Prints one JSON line on stdout:
+``{"n_items": n, "cyclic_share": x, "triangles": [{"items": [a, b, c],
+"p": [P(a>b), P(b>c), P(c>a)]}, ...]}``: the HodgeRank cyclic share of the
+preference matrix and the K (default 20) strongest cycles a > b > c > a, each from
+its smallest-pool-index item. Progress and a summary go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from prefshap_core.analysis.context_condition import condition_on_context, parse_context_assignments
+from prefshap_core.analysis.intransitivity import MAX_ITEMS, analyse
+from prefshap_core.cli._output import stderr_progress
+from prefshap_core.compute import Compute
+from prefshap_core.errors import DataValidationError
+from prefshap_core.models.model_file import load_model
+from prefshap_core.models.preference_function import PreferenceFunction
+
+DEFAULT_MAX_ITEMS = 500
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "cycles",
+        help="cyclic share and strongest cycles of a model (intransitivity)",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--model", required=True, help="model file (.npz, docs/model-format.md)")
+    parser.add_argument(
+        "--max-items",
+        type=int,
+        help=f"the first N items in pool order (default {DEFAULT_MAX_ITEMS})",
+    )
+    parser.add_argument("--items-file", help="file with one item id per line")
+    parser.add_argument(
+        "--context",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="k=v",
+        help="C-GPM: fix context groups (group=category or column=raw value)",
+    )
+    parser.add_argument("--top", type=int, default=20, help="cycles to list (default 20)")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    if args.top < 0:
+        raise ValueError(f"--top must be at least 0, got {args.top}")
+    if args.items_file is not None and args.max_items is not None:
+        raise ValueError("--max-items and --items-file exclude each other")
+    fn = load_model(args.model)
+    if args.items_file is not None:
+        rows = _rows_from_file(Path(args.items_file), fn)
+    else:
+        rows = _first_rows(fn, DEFAULT_MAX_ITEMS if args.max_items is None else args.max_items)
+    conditioned = condition_on_context(fn, parse_context_assignments(args.context))
+    report = analyse(
+        conditioned,
+        rows,
+        top=args.top,
+        compute=Compute(device=args.device, dtype=args.dtype),
+        progress=stderr_progress(args.quiet),
+    )
+    result = {
+        "n_items": report.n_items,
+        "cyclic_share": report.cyclic_share,
+        "triangles": report.triangles(),
+    }
+    print(json.dumps(result))
+    if not args.quiet:
+        summary = {
+            "n_cyclic_triangles": report.n_cyclic_triangles,
+            "context": parse_context_assignments(args.context),
+            "seconds": time.perf_counter() - start,
+        }
+        print(json.dumps(summary), file=sys.stderr)
+    return 0
+
+
+def _first_rows(fn: PreferenceFunction, max_items: int) -> np.ndarray:
+    if max_items < 3:
+        raise ValueError(f"--max-items must be at least 3, got {max_items}")
+    if max_items > MAX_ITEMS:
+        raise ValueError(f"--max-items: at most {MAX_ITEMS:,} items, got {max_items:,}")
+    return np.arange(min(max_items, len(fn.item_ids)))
+
+
+def _rows_from_file(path: Path, fn: PreferenceFunction) -> np.ndarray:
+    name = path.name
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except FileNotFoundError:
+        raise DataValidationError("no such file", file=name) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataValidationError(f"not a readable text file ({err})", file=name) from None
+    index = {str(i): k for k, i in enumerate(fn.item_ids)}
+    rows: list[int] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        item = line.strip()
+        if not item:
+            continue  # blank lines (a trailing newline) carry no id
+        if item not in index:
+            raise DataValidationError(
+                f"line {number}: unknown item id '{item}' (not among the model's "
+                f"{len(index):,} item_ids)",
+                file=name,
+            )
+        if item in seen:
+            raise DataValidationError(
+                f"line {number}: item id '{item}' is already on line {seen[item]}", file=name
+            )
+        seen[item] = number
+        rows.append(index[item])
+    if len(rows) < 3:
+        raise DataValidationError(f"needs at least 3 item ids, found {len(rows)}", file=name)
+    if len(rows) > MAX_ITEMS:
+        raise DataValidationError(f"at most {MAX_ITEMS:,} item ids, found {len(rows):,}", file=name)
+    return np.asarray(rows, dtype=np.int64)
