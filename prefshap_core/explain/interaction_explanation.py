@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from prefshap_core.explain.explainer import Explainer, as_preference_function
 from prefshap_core.explain.interactions import (
@@ -90,6 +91,22 @@ class InteractionExplanation:
         """(pairs,) signed mean SII in this orientation."""
         n_pairs = self.values.shape[1]
         return self.values.mean(0) if self.n_duels else np.zeros(n_pairs)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per duel: ids, winner, output, one ``<a>*<b>`` column per pair."""
+        frame = pd.DataFrame(
+            {
+                "duel_id": self.duel_ids,
+                "left": self.left_ids,
+                "right": self.right_ids,
+                "winner": np.select(
+                    [self.winners > 0, self.winners < 0], [self.left_ids, self.right_ids], ""
+                ),
+                "output": self.outputs,
+            }
+        )
+        values = pd.DataFrame(self.values, columns=self.pair_names, index=frame.index)
+        return pd.concat([frame, values], axis=1)
 
     def square(self, per_pair: np.ndarray) -> np.ndarray:
         """(p, p) symmetric matrix of one number per pair (diagonal 0)."""

@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 
 from prefshap_core.errors import StaticExportUnavailable
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interaction_explanation import InteractionExplanation
 
 DEFAULT_WIDTH = 820
 DEFAULT_HEIGHT = 500
@@ -328,3 +329,8 @@ def explanation_to_csv(expl: Explanation) -> bytes:
     ``se:<player>`` standard errors when the explanation has them."""
     frame = expl.to_frame(standard_errors=expl.standard_errors is not None)
     return frame.to_csv(index=False).encode("utf-8")
+
+
+def interactions_to_csv(inter: InteractionExplanation) -> bytes:
+    """UTF-8 CSV of ``inter.to_frame``: one row per duel, one ``<a>*<b>`` column per pair."""
+    return inter.to_frame().to_csv(index=False).encode("utf-8")
