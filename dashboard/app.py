@@ -41,6 +41,7 @@ PAGES = {
     "explain": ("views/explain.py", "Explain", ":material/insights:"),
     "players": ("views/players.py", "Players", ":material/person_search:"),
     "duel": ("views/duel.py", "Duel", ":material/sports_mma:"),
+    "intransitivity": ("views/intransitivity.py", "Intransitivity", ":material/cycle:"),
 }
 FIRST_PAGE = "explain"  # the demo's explanation: useful at once
 

@@ -24,6 +24,7 @@ import streamlit as st
 from dashboard import sources, state
 from dashboard.jobs import Job
 from prefshap_core import workflow
+from prefshap_core.analysis.explorer import DatasetIntransitivity, dataset_intransitivity
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.explanation import Explanation
@@ -356,3 +357,32 @@ def ensure_demo(progress: Progress | None = None) -> None:
     loaded, model = _demo(str(cache_dir()), progress)
     state.add_dataset(loaded)
     state.set_model(model)
+
+
+# -- intransitivity ----------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _intransitivity(
+    data_fp: str,
+    settings_fp: str,
+    n_items: int,
+    context: tuple[tuple[str, str], ...],
+    top: int,
+    _loaded: state.LoadedData,
+    _model: state.TrainedModel,
+) -> DatasetIntransitivity:
+    return dataset_intransitivity(
+        _model.result.function, _loaded.data, n_items, context=dict(context), top=top
+    )
+
+
+def intransitivity(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    n_items: int,
+    context: dict[str, str],
+    top: int = 20,
+) -> DatasetIntransitivity:
+    """The model's cyclic share and cycles on the most active items, and the data's
+    own cycles (seconds at most: computed here, kept per model in this process)."""
+    key = tuple(sorted(context.items()))
+    return _intransitivity(loaded.fingerprint, model.settings_fp, n_items, key, top, loaded, model)

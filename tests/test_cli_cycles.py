@@ -72,6 +72,16 @@ def test_max_items_items_file_and_context(model_files, capsys, tmp_path):
     assert code == 0 and json.loads(out)["n_items"] == 4
     for triangle in json.loads(out)["triangles"]:
         assert set(triangle["items"]) <= set(ids)
+    # A file in another order gives the same answer: items are taken in pool order.
+    shuffled = fn.item_ids[np.random.default_rng(0).permutation(len(fn.item_ids))[:12]]
+    listed.write_text("\n".join(map(str, shuffled)))
+    code, out, _ = _cycles(capsys, "--model", path, "--items-file", listed, "--quiet")
+    position = {str(i): k for k, i in enumerate(fn.item_ids)}
+    triangles = json.loads(out)["triangles"]
+    assert code == 0 and triangles
+    for triangle in triangles:
+        first, *rest = (position[i] for i in triangle["items"])
+        assert all(first < other for other in rest)
     base = json.loads(_cycles(capsys, "--model", path, "--quiet")[1])
     indoor = json.loads(_cycles(capsys, "--model", path, "--context", "venue=indoor",
                                 "--quiet")[1])  # fmt: skip

@@ -1,5 +1,6 @@
 """Intransitivity: the model's preference matrix, its HodgeRank split, its cycles."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -10,13 +11,8 @@ from prefshap_core.analysis.context_condition import (
     condition_on_context,
     parse_context_assignments,
 )
-from prefshap_core.analysis.intransitivity import (
-    analyse,
-    hodge_split,
-    most_active_items,
-    net_wins,
-    preference_matrix,
-)
+from prefshap_core.analysis.explorer import most_active_items, net_wins
+from prefshap_core.analysis.intransitivity import analyse, hodge_split, preference_matrix
 from prefshap_core.analysis.triangles import count_cycles, top_cycles
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -241,3 +237,22 @@ def test_bad_contexts_are_named(texts, message):
 def test_context_on_a_model_without_context_is_refused():
     with pytest.raises(ValueError, match="needs a C-GPM"):
         condition_on_context(_function("gpm"), {"surface": "clay"})
+
+
+def test_dataset_view_maps_items_by_id_and_finds_the_datas_cycles():
+    from prefshap_core.analysis.explorer import dataset_intransitivity
+    from prefshap_core.datasets.registry import load_dataset
+    from prefshap_core.paths import repo_root
+
+    data = load_dataset(repo_root() / "sample_data")
+    fn = _function("gpm", 2, n=data.n_items)
+    # The model's pool in another order than the data's: items must be matched by id.
+    order = np.random.default_rng(0).permutation(data.n_items)
+    fn = dataclasses.replace(fn, item_ids=data.item_ids[order].astype(str))
+    result = dataset_intransitivity(fn, data, 25, top=5)
+    assert result.n_items == 25
+    np.testing.assert_array_equal(result.model.item_ids, data.item_ids[result.data_rows])
+    wins = result.net_wins
+    assert result.n_observed_cycles == len(_brute_cycles(wins)) > 0
+    brute = _brute_cycles(wins)[:5]
+    assert result.observed.items.tolist() == [[a, b, c] for _, a, b, c in brute]

@@ -11,8 +11,7 @@ items (HodgeRank, Jiang, Lim, Yao and Ye 2011) ``G`` splits orthogonally into
 and the **cyclic share** ``||G - gradient||^2 / ||G||^2`` is in [0, 1]: 0 for any
 utility model (``G_ab = f(a) - f(b)`` is a gradient), near 1 for rock-paper-scissors.
 The strongest cycles are the triangles ``a > b > c > a`` of largest
-``G_ab + G_bc + G_ca``; the data's own cycles come from its dominance graph
-(``a`` beat ``b`` more often than ``b`` beat ``a``).
+``G_ab + G_bc + G_ca`` (the data's own cycles: :mod:`prefshap_core.analysis.explorer`).
 
 ``G`` is the model's own matrix evaluation (:meth:`PreferenceFunction.decision_matrix`:
 two matrix products, about a second for 2,000 items where 2 M single duels take
@@ -27,7 +26,6 @@ import numpy as np
 
 from prefshap_core.analysis.triangles import Cycles, count_cycles, top_cycles
 from prefshap_core.compute import Compute
-from prefshap_core.data.duel_data import DuelData
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
 
@@ -38,7 +36,7 @@ MAX_ITEMS = 2000  # 2 M duels; G is n x n float64 (32 MB)
 class IntransitivityReport:
     """The split of ``G`` for ``item_rows`` of the model's pool, and its top cycles."""
 
-    item_rows: np.ndarray  # (n,) rows of fn.items, in the order of G
+    item_rows: np.ndarray  # (n,) rows of fn.items, increasing: the order of G
     item_ids: np.ndarray  # (n,) str
     preference: np.ndarray  # (n, n) G
     potential: np.ndarray  # (n,) s
@@ -111,8 +109,12 @@ def analyse(
     compute: Compute | None = None,
     progress: Progress | None = None,
 ) -> IntransitivityReport:
-    """The HodgeRank split of ``fn`` on ``item_rows`` and its ``top`` strongest cycles."""
-    rows = check_item_rows(fn, item_rows)
+    """The HodgeRank split of ``fn`` on ``item_rows`` and its ``top`` strongest cycles.
+
+    The items are taken in pool order (whatever the order of ``item_rows``), so each
+    cycle starts at its smallest-pool-index item.
+    """
+    rows = np.sort(check_item_rows(fn, item_rows))
     progress = ensure_progress(progress)
     progress.update("Evaluating the model on every pair", 0.0)
     g = preference_matrix(fn, rows, compute=compute)
@@ -132,29 +134,6 @@ def analyse(
         cycles=cycles,
         n_cyclic_triangles=n_cyclic,
     )
-
-
-def net_wins(data: DuelData, item_rows: np.ndarray) -> np.ndarray:
-    """(n, n) wins of a over b minus wins of b over a, over every duel of ``data``
-    between two of ``item_rows`` (rows of ``data``'s items); ties count 0."""
-    rows = np.asarray(item_rows, dtype=np.int64)
-    position = np.full(data.n_items, -1, dtype=np.int64)
-    position[rows] = np.arange(len(rows))
-    a, b = position[data.left], position[data.right]
-    among = (a >= 0) & (b >= 0) & (a != b)
-    outcome = np.sign(np.asarray(data.y, dtype=np.float64))[among]
-    m = np.zeros((len(rows), len(rows)))
-    np.add.at(m, (a[among], b[among]), outcome)
-    return m - m.T
-
-
-def most_active_items(data: DuelData, n: int) -> np.ndarray:
-    """Rows of the ``n`` items with the most duels (ties: pool order), in pool order."""
-    activity = np.bincount(data.left, minlength=data.n_items) + np.bincount(
-        data.right, minlength=data.n_items
-    )
-    top = np.argsort(-activity, kind="stable")[:n]
-    return np.sort(top)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

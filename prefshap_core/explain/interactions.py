@@ -28,7 +28,7 @@ def player_pairs(n_players: int) -> np.ndarray:
     return np.stack([i, j], axis=1).astype(np.int64)
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)
 def _interaction_matrix(n_players: int) -> np.ndarray:
     p = n_players
     codes = np.arange(2**p, dtype=np.int64)

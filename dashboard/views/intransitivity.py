@@ -1,0 +1,162 @@
+"""Intransitivity page: how much of the model is rock-paper-scissors, and where.
+
+On the N most active items: the HodgeRank cyclic share of the model's preference
+matrix, its strongest cycles a > b > c > a (each edge opens the head-to-head of its
+pair), the data's own cycles (who beat whom more often), and the potential s, the
+ranking that explains the model best.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import services, state
+from dashboard.components.explanations import PLOT_CONFIG, require_model
+from dashboard.components.export import figure_exports, file_stem, table_download
+from dashboard.components.guard import run_guarded
+from prefshap_core.analysis.context_condition import categorical_context_groups
+from prefshap_core.analysis.intransitivity import MAX_ITEMS
+from prefshap_core.plots.potential import potential_plot
+
+DEFAULT_ITEMS = 200
+TOP = 20
+AVERAGED = "(averaged)"
+
+
+def _markdown_text(text: str) -> str:
+    return re.sub(r"([\\`*_{}\[\]()<>#+!|~])", r"\\\1", text)
+
+
+def _percent(p: float) -> str:
+    """Whole percents, but never a certain-looking 100% for a probability below 1."""
+    return f"{p:.0%}" if p < 0.995 else (f"{p:.1%}" if p < 0.9995 else ">99.9%")
+
+
+def head_to_head_link(a: str, b: str) -> str:
+    """The head-to-head page of the pair, as a relative link."""
+    return "?" + urlencode({"page": "head-to-head", "a": a, "b": b})
+
+
+def _edge(labels: dict[str, str], a: str, b: str, note: str) -> str:
+    text = f"{_markdown_text(labels[a])} › {_markdown_text(labels[b])} {note}"
+    return f"[{text}]({head_to_head_link(a, b)})"
+
+
+def _choices(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int, dict[str, str]]:
+    fp = loaded.fingerprint
+    n_max = min(MAX_ITEMS, loaded.data.n_items)
+    c = st.columns([1, 2])
+    n = c[0].number_input(
+        "Items (the most active)", min_value=3, max_value=n_max,
+        value=min(DEFAULT_ITEMS, n_max), step=50, key=f"intransitivity:n:{fp}",
+        persist_state=state.PERSIST,
+        help=f"The model is evaluated on every pair of them (at most {MAX_ITEMS:,} items).",
+    )  # fmt: skip
+    context: dict[str, str] = {}
+    groups = categorical_context_groups(model.result.function)
+    if groups:
+        cols = c[1].columns(len(groups))
+        for col, (group, categories) in zip(cols, groups.items(), strict=True):
+            value = col.selectbox(
+                f"Context: {group}", [AVERAGED, *categories],
+                key=f"intransitivity:ctx:{fp}:{group}", persist_state=state.PERSIST,
+                help="Fix this context group; the others are averaged over the observed contexts.",
+            )  # fmt: skip
+            if value != AVERAGED:
+                context[group] = value
+    return int(n), context
+
+
+def render() -> None:
+    st.title("Intransitivity")
+    ready = require_model()
+    if ready is None:
+        return
+    loaded, model = ready
+    data = loaded.data
+    n, context = _choices(loaded, model)
+    with st.spinner(f"Evaluating the model on all {n * (n - 1) // 2:,} pairs…"):
+        result = services.intransitivity(loaded, model, n, context, top=TOP)
+    report = result.model
+    ids = [str(i) for i in report.item_ids]
+    labels = dict(zip(ids, (str(x) for x in data.labels[result.data_rows]), strict=True))
+
+    c = st.columns(3)
+    c[0].metric(
+        "Cyclic share", f"{report.cyclic_share:.1%}",
+        help="||G - grad||² / ||G||²: the part of the model's preferences between these "
+        "items that no ranking explains (0 for a utility model, near 100% for "
+        "rock-paper-scissors).",
+    )  # fmt: skip
+    c[1].metric(
+        "Cyclic triangles (model)", f"{report.n_cyclic_triangles:,}",
+        help=f"Triples a > b > c > a among the {math.comb(n, 3):,} triples of these items.",
+    )  # fmt: skip
+    c[2].metric(
+        "Cyclic triangles (data)", f"{result.n_observed_cycles:,}",
+        help=f"In the dominance graph: a beat b more often than b beat a "
+        f"({result.n_compared_pairs:,} pairs decided, all contexts together).",
+    )  # fmt: skip
+    parts = [f"The {n:,} most active items"]
+    if model.kind == "cgpm":
+        where = ", ".join(f"{k} = {v}" for k, v in context.items())
+        parts.append(f"context {where}, other groups averaged" if where else "context-averaged")
+    parts.append("each edge opens the head-to-head of its pair")
+    st.caption(" · ".join(parts) + ".")
+
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Strongest cycles of the model")
+        triangles = report.triangles()
+        if not triangles:
+            st.info("The model has no cycle among these items: it ranks them.")
+        lines = []
+        for k, t in enumerate(triangles, start=1):
+            a, b, cc = t["items"]
+            pab, pbc, pca = (_percent(p) for p in t["p"])
+            edges = (_edge(labels, a, b, pab), _edge(labels, b, cc, pbc), _edge(labels, cc, a, pca))
+            lines.append(f"{k}. " + " · ".join(edges))
+        st.markdown("\n".join(lines))
+        if triangles:
+            table_download(
+                _triangle_table(triangles, labels).to_csv(index=False).encode(),
+                f"{file_stem('cycles', data.name)}.csv", label="Cycles (CSV)",
+                key="intransitivity:csv",
+            )  # fmt: skip
+    with right:
+        st.subheader("The data's own cycles")
+        observed = result.observed.items
+        if len(observed) == 0:
+            st.info("No cycle in the data among these items.")
+        lines = []
+        for k, (a, b, cc) in enumerate(observed.tolist(), start=1):
+            x = [ids[i] for i in (a, b, cc)]
+            nets = [result.net_wins[i, j] for i, j in ((a, b), (b, cc), (cc, a))]
+            edges = [_edge(labels, x[e], x[(e + 1) % 3], f"+{nets[e]:g}") for e in range(3)]
+            lines.append(f"{k}. " + " · ".join(edges))
+        st.markdown("\n".join(lines))
+        st.caption("+k: the first won k more of their duels than the second.")
+
+    st.subheader("The ranking part: potential s")
+    fig = potential_plot(report, np.array([labels[i] for i in ids]))
+    st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="intransitivity:potential")
+    figure_exports(fig, file_stem("potential", data.name, str(n)), key="intransitivity:potential")
+
+
+def _triangle_table(triangles: list[dict], labels: dict[str, str]) -> pd.DataFrame:
+    rows = []
+    for t in triangles:
+        a, b, c = t["items"]
+        rows.append({"a": a, "b": b, "c": c, "name_a": labels[a], "name_b": labels[b],
+                     "name_c": labels[c], "p_ab": t["p"][0], "p_bc": t["p"][1],
+                     "p_ca": t["p"][2]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+run_guarded(render)
