@@ -21,6 +21,7 @@ GROUPS = [("a", 1), ("type", 3), ("b", 1), ("colour", 2)]
 # Duels with a swapped pair, a repeat and an item against itself.
 LEFT = np.array([0, 3, 5, 3, 7, 2])
 RIGHT = np.array([3, 0, 9, 0, 7, 11])
+HAS_UTILITY_WEIGHT = "utility_weight" in {f.name for f in dataclasses.fields(PreferenceFunction)}
 
 
 def model(kind: str, seed: int = 3) -> PreferenceFunction:
@@ -37,7 +38,7 @@ class _WithUtilityWeight(PreferenceFunction):
 
 
 def with_utility_weight(fn: PreferenceFunction, c: float) -> PreferenceFunction:
-    if "utility_weight" in {f.name for f in dataclasses.fields(PreferenceFunction)}:
+    if HAS_UTILITY_WEIGHT:
         return dataclasses.replace(fn, utility_weight=c)
     values = {f.name: getattr(fn, f.name) for f in dataclasses.fields(PreferenceFunction)}
     return _WithUtilityWeight(**values, utility_weight=c)
@@ -106,6 +107,18 @@ def test_diagonal_coalitions_are_the_item_game(kind):
     """S_l = S_r is Prop. 3.2. (The item game fixes its boundary rows to 0 and g rather
     than embedding them; the side game's diagonal boundaries are the same 0 and g.)"""
     fn = model(kind)
+    items = Explainer(fn, ExplainOptions(what="items")).coalition_values(LEFT, RIGHT)
+    sides = Explainer(fn, ExplainOptions(what="sides")).coalition_values(LEFT, RIGHT)
+    diagonal = bits_from_masks(np.hstack([items.masks, items.masks]))
+    np.testing.assert_allclose(sides.values[diagonal], items.values, atol=1e-10, rtol=0)
+
+
+@pytest.mark.skipif(
+    not HAS_UTILITY_WEIGHT, reason="the item game has a utility weight from issue 9"
+)
+@pytest.mark.parametrize("kind", ["gpm", "cgpm"])
+def test_diagonal_coalitions_are_the_item_game_with_a_utility_weight(kind):
+    fn = with_utility_weight(model(kind), 0.6)
     items = Explainer(fn, ExplainOptions(what="items")).coalition_values(LEFT, RIGHT)
     sides = Explainer(fn, ExplainOptions(what="sides")).coalition_values(LEFT, RIGHT)
     diagonal = bits_from_masks(np.hstack([items.masks, items.masks]))
