@@ -26,7 +26,7 @@ from bench_explain_engine import _parts, gemm_rate
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import split_duels
 from prefshap_core.datasets.registry import load_dataset
-from prefshap_core.explain import EngineStats
+from prefshap_core.explain import EngineStats, Explainer, ExplainOptions
 from prefshap_core.models.model_file import load_model, save_model
 from prefshap_core.paths import repo_root
 from prefshap_core.workflow import TrainSettings, duels_of_item, explain_duels, train
@@ -48,7 +48,8 @@ def trained(name: str, kind: str, retrain: bool):
 def timed(fn, data, duels, what, compute) -> tuple[float, EngineStats]:
     stats = EngineStats(device=compute.device)
     start = time.perf_counter()
-    explain_duels(fn, data, duels, what=what, compute=compute, stats=stats)
+    explainer = Explainer(fn, ExplainOptions(what=what), compute=compute, stats=stats)
+    explain_duels(fn, data, duels, explainer=explainer)
     return time.perf_counter() - start, stats
 
 

@@ -37,7 +37,7 @@ import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
-from prefshap_core.explain import EngineStats, explain_context, explain_items
+from prefshap_core.explain import EngineStats, Explainer, ExplainOptions
 from prefshap_core.kernels.rbf import median_heuristic
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -154,9 +154,11 @@ def _seconds(f) -> float:
     return time.perf_counter() - start
 
 
-def _timed(explain, *args, **kwargs) -> tuple[float, EngineStats]:
-    stats = EngineStats(device=kwargs["compute"].device)
-    seconds = _seconds(lambda: explain(*args, stats=stats, **kwargs))
+def _timed(what, fn, left, right, compute, contexts=None) -> tuple[float, EngineStats]:
+    """Seconds of one explanation by a fresh explainer (no factorizations kept)."""
+    stats = EngineStats(device=compute.device)
+    explainer = Explainer(fn, ExplainOptions(what=what), compute=compute, stats=stats)
+    seconds = _seconds(lambda: explainer(left, right, contexts=contexts))
     return seconds, stats
 
 
@@ -191,12 +193,12 @@ def main() -> None:
     print(f"{'problem':<22}{'dtype':<9}{'seconds':>8}  {head}")
     for dt in dtypes:
         compute = Compute(dtype=dt)
-        t, stats = _timed(explain_items, *pokemon, compute=compute)
+        t, stats = _timed("items", *pokemon, compute)
         print(f"{'pokemon items':<22}{dt:<9}{t:8.2f}  {_parts(stats)}")
         fn, left, right, contexts = tennis
-        t_items, stats = _timed(explain_items, fn, left, right, compute=compute)
+        t_items, stats = _timed("items", fn, left, right, compute)
         print(f"{'tennis items':<22}{dt:<9}{t_items:8.2f}  {_parts(stats)}")
-        t_ctx, stats = _timed(explain_context, fn, left, right, contexts, compute=compute)
+        t_ctx, stats = _timed("context", fn, left, right, compute, contexts)
         print(f"{'tennis context':<22}{dt:<9}{t_ctx:8.2f}  {_parts(stats)}")
         print(f"{'tennis items+context':<22}{dt:<9}{t_items + t_ctx:8.2f}")
     print(f"load after: {os.getloadavg()}")

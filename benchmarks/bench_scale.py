@@ -55,18 +55,30 @@ import paper_algorithm as paper
 
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
-from prefshap_core.explain import EngineStats, explain_context, explain_items
-from prefshap_core.explain.cme import kernel
-from prefshap_core.explain.cme_cg import available_memory, batched_pcg
-from prefshap_core.explain.cme_nystrom import nystrom_factor
-from prefshap_core.explain.cme_select import CMEPlan, choose_method
-from prefshap_core.explain.coalitions import (
+from prefshap_core.explain import (
+    AutoOptions,
+    CGOptions,
+    CholeskyOptions,
+    CMEOptions,
+    EngineStats,
+    Explainer,
+    ExplainOptions,
+    NystromOptions,
+)
+from prefshap_core.explain.cme.backends import CMEBackend, make_backend
+from prefshap_core.explain.cme.cg import available_memory
+from prefshap_core.explain.cme.nystrom import nystrom_factor
+from prefshap_core.explain.cme.select import ProblemSizes, choose_method
+from prefshap_core.explain.games.base import DuelBatch
+from prefshap_core.explain.games.items import ItemGame
+from prefshap_core.explain.shapley.coalitions import (
     all_coalitions,
     sample_paired_coalitions,
 )
-from prefshap_core.explain.value_items import ItemGame
+from prefshap_core.kernels.rbf import scaled_gram as kernel
 from prefshap_core.models.hyperparameters import median_lengthscales
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.solvers.cg import batched_pcg
 
 # -- measuring -----------------------------------------------------------------------
 
@@ -300,10 +312,29 @@ def paper_items(fn, left, right, masks, n_run: int, compute: Compute, what: str)
     return total, flops, mem.peak_mb, pick, values, note + f"; {what}"
 
 
-def exact_values(fn, left, right, masks, compute: Compute) -> np.ndarray:
+def explain(fn, left, right, cme: CMEOptions, compute, stats=None, contexts=None, **options):
+    """One explanation by a fresh explainer (no kept factorizations) with these CME options."""
+    what = "items" if contexts is None else "context"
+    explainer = Explainer(
+        fn, ExplainOptions(what=what, cme=cme, **options), compute=compute, stats=stats
+    )
+    return explainer(left, right, contexts=contexts)
+
+
+def game_values(
+    fn, left, right, masks, compute: Compute, cme: CMEOptions
+) -> tuple[np.ndarray, CMEBackend]:
+    """(K, D) item-game ``v(S)`` for pool rows ``left``/``right``, and the backend used."""
     query, index = np.unique(np.concatenate([left, right]), return_inverse=True)
-    game = ItemGame(fn, fn.items[query], compute, plan=CMEPlan("cholesky"))
-    return game.values(masks, index[: len(left)], index[len(left) :])
+    game = ItemGame(fn, compute, fn.cme_lambda)
+    backend = make_backend(cme, game.problem, len(query), len(masks), compute, 0)
+    game.use(backend)
+    batch = DuelBatch(fn.items[query], index[: len(left)], index[len(left) :])
+    return game.bind(batch).values(masks, coalition_batch=1), backend
+
+
+def exact_values(fn, left, right, masks, compute: Compute) -> np.ndarray:
+    return game_values(fn, left, right, masks, compute, CholeskyOptions())[0]
 
 
 # -- cases -----------------------------------------------------------------------------
@@ -312,11 +343,11 @@ def exact_values(fn, left, right, masks, compute: Compute) -> np.ndarray:
 def method_rows(
     case: str, run_one, compute: Compute, repeats: int, reference, baseline, methods
 ) -> None:
-    """One row per (label, method, options, compute) of ``methods``."""
-    for label, method, options, comp in methods:
+    """One row per (label, CME options, compute) of ``methods``."""
+    for label, cme, comp in methods:
         tf32 = label.endswith("tf32")
         torch.backends.cuda.matmul.allow_tf32 = tf32  # TF32 only where the row says so
-        run = measure(lambda st, m=method, o=options, c=comp: run_one(m, o, c, st), comp, repeats)
+        run = measure(lambda st, o=cme, c=comp: run_one(o, c, st), comp, repeats)
         torch.backends.cuda.matmul.allow_tf32 = False
         expl = run.result
         err = rel_err(expl.values, reference, "phi") if reference is not None else "-"
@@ -346,12 +377,10 @@ def case_pokemon(args, compute: Compute) -> None:
     exact_v = exact_values(fn, left, right, masks[pick], ref64(compute))
     row("pokemon", "paper (Alg. 3)", base_s, base_f, base_mb, rel_err(base_v, exact_v, "v"), note)
 
-    def run_one(method, options, comp, stats):
-        return explain_items(
-            fn, left, right, method=method, cme_options=options, compute=comp, stats=stats
-        )
+    def run_one(cme, comp, stats):
+        return explain(fn, left, right, cme, comp, stats)
 
-    exact = explain_items(fn, left, right, method="cholesky", compute=ref64(compute)).values
+    exact = explain(fn, left, right, CholeskyOptions(), ref64(compute)).values
     method_rows(
         "pokemon",
         run_one,
@@ -360,10 +389,10 @@ def case_pokemon(args, compute: Compute) -> None:
         exact,
         base_s,
         [
-            ("auto", "auto", None, compute),
-            ("cg", "cg", None, compute),
-            ("nystrom m=256", "nystrom", {"n_landmarks": 256}, compute),
-            ("nystrom m=512", "nystrom", {"n_landmarks": 512}, compute),
+            ("auto", AutoOptions(), compute),
+            ("cg", CGOptions(), compute),
+            ("nystrom m=256", NystromOptions(n_landmarks=256), compute),
+            ("nystrom m=512", NystromOptions(n_landmarks=512), compute),
             *other_precision(compute),
         ],
     )
@@ -373,9 +402,9 @@ def case_pokemon(args, compute: Compute) -> None:
 def other_precision(compute: Compute) -> list[tuple]:
     """float32 (and TF32 on CUDA) runs of auto; every error is against float64 exact."""
     f32 = Compute(compute.device, "float32")
-    rows = [] if compute.dtype == "float32" else [("auto float32", "auto", None, f32)]
+    rows = [] if compute.dtype == "float32" else [("auto float32", AutoOptions(), f32)]
     if compute.device.startswith("cuda"):
-        rows.append(("auto tf32", "auto", None, f32))
+        rows.append(("auto tf32", AutoOptions(), f32))
     return rows
 
 
@@ -413,22 +442,18 @@ def case_tennis(args, compute: Compute) -> None:
     )
     row("tennis context", "paper (Alg. 3)", ctx_s, ctx_f, ctx_mb, "-", ctx_note)
 
-    def items_one(method, options, comp, stats):
-        return explain_items(
-            fn, left, right, method=method, cme_options=options, compute=comp, stats=stats
-        )
+    def items_one(cme, comp, stats):
+        return explain(fn, left, right, cme, comp, stats)
 
-    def context_one(method, options, comp, stats):
-        return explain_context(
-            fn, left, right, contexts, method=method, cme_options=options, compute=comp, stats=stats
-        )
+    def context_one(cme, comp, stats):
+        return explain(fn, left, right, cme, comp, stats, contexts=contexts)
 
-    exact = explain_items(fn, left, right, method="cholesky", compute=ref64(compute)).values
-    exact_c = explain_context(fn, left, right, contexts, method="cholesky", compute=ref64(compute))
+    exact = explain(fn, left, right, CholeskyOptions(), ref64(compute)).values
+    exact_c = explain(fn, left, right, CholeskyOptions(), ref64(compute), contexts=contexts)
     methods = [
-        ("auto", "auto", None, compute),
-        ("cg", "cg", None, compute),
-        ("nystrom m=512", "nystrom", {"n_landmarks": 512}, compute),
+        ("auto", AutoOptions(), compute),
+        ("cg", CGOptions(), compute),
+        ("nystrom m=512", NystromOptions(n_landmarks=512), compute),
         *other_precision(compute),
     ]
     method_rows("tennis items", items_one, compute, args.repeats, exact, base_s, methods)
@@ -436,7 +461,7 @@ def case_tennis(args, compute: Compute) -> None:
         "tennis context", context_one, compute, args.repeats, exact_c.values, ctx_s, methods
     )
     both = measure(
-        lambda st: (items_one("auto", None, compute, st), context_one("auto", None, compute, st)),
+        lambda st: (items_one(AutoOptions(), compute, st), context_one(AutoOptions(), compute, st)),
         compute,
         args.repeats,
     )
@@ -483,20 +508,13 @@ def case_website(args, compute: Compute) -> None:
     query = np.unique(np.concatenate([left, right]))
     n_unique = len(np.unique(fn.items, axis=0))
     n_centre_rows = len(np.unique(np.vstack([fn.centres_left, fn.centres_right]), axis=0))
-    options = {"n_landmarks": args.website_landmarks}
-    runs = [("auto", compute), *[(label, c) for label, _, _, c in other_precision(compute)]]
+    nystrom = NystromOptions(n_landmarks=args.website_landmarks)
+    auto = AutoOptions(nystrom=nystrom)
+    runs = [("auto", compute), *[(label, c) for label, _, c in other_precision(compute)]]
     chosen = {}
     for label, comp in runs:
-        choice = choose_method(
-            n_unique,
-            fn.items.shape[1],
-            n_centre_rows,
-            len(query),
-            len(masks),
-            comp.device,
-            comp.dtype,
-            n_landmarks=args.website_landmarks,
-        )
+        sizes = ProblemSizes(n_unique, fn.items.shape[1], n_centre_rows, len(query), len(masks))
+        choice = choose_method(sizes, comp.device, comp.dtype, options=auto)
         chosen[label] = choice.method
         print(
             f"website {label}: {n_unique} distinct items, {n_centre_rows} centre rows, "
@@ -504,21 +522,13 @@ def case_website(args, compute: Compute) -> None:
             f"({choice.reason}); estimated s {choice.as_dict()['estimated_seconds']}",
             flush=True,
         )
-    errors = website_errors(fn, left, right, masks, args, runs, chosen, options)
+    errors = website_errors(fn, left, right, masks, args, runs, chosen, nystrom)
     base_s, base_f, base_mb, base_note = paper_website(fn, left, right, masks, compute, args)
     row("website", "paper (Alg. 3)", base_s, base_f, base_mb, "-", base_note)
 
     def run_one(comp, stats):
-        return explain_items(
-            fn,
-            left,
-            right,
-            method="auto",
-            cme_options=options,
-            compute=comp,
-            stats=stats,
-            n_samples=len(masks),
-            max_exact_players=0,
+        return explain(
+            fn, left, right, auto, comp, stats, n_samples=len(masks), max_exact_players=0
         )
 
     for label, comp in runs:
@@ -534,7 +544,9 @@ def case_website(args, compute: Compute) -> None:
     convergence("website", fn, left, right, compute, masks, max_rows=3000)
 
 
-def website_errors(fn, left, right, masks, args, runs, chosen, options) -> dict[str, str]:
+def website_errors(
+    fn, left, right, masks, args, runs, chosen, nystrom: NystromOptions
+) -> dict[str, str]:
     """v(S) of each run's method against exact CG, on a few duels, one coalition per size.
 
     Exact over all 64 coalitions and 10,000 duels would take hours here; the subset has
@@ -546,13 +558,11 @@ def website_errors(fn, left, right, masks, args, runs, chosen, options) -> dict[
     sizes = masks.sum(1)
     pick = [int(np.flatnonzero(sizes == s)[0]) for s in sorted(set(sizes.tolist()))]
     sub = masks[pick]
-    query, index = np.unique(np.concatenate([left[:n], right[:n]]), return_inverse=True)
-    a, b = index[:n], index[n:]
     ref = Compute(runs[0][1].device, "float64")
     start = time.perf_counter()
-    cg = CMEPlan("cg", options={"max_gram_bytes": args.cg_gram_bytes})
-    exact = ItemGame(fn, fn.items[query], ref, plan=cg).values(sub, a, b)
-    cgr = cg.report()["cg"]
+    cg = CGOptions(max_gram_bytes=args.cg_gram_bytes)
+    exact, backend = game_values(fn, left[:n], right[:n], sub, ref, cg)
+    cgr = backend.report()["cg"]
     print(
         f"website exact reference: CG on {n} duels x {len(sub)} coalitions (sizes "
         f"{sizes[pick].tolist()}): {time.perf_counter() - start:.1f} s, max "
@@ -564,9 +574,8 @@ def website_errors(fn, left, right, masks, args, runs, chosen, options) -> dict[
     for label, comp in runs:
         method = chosen[label]
         torch.backends.cuda.matmul.allow_tf32 = label.endswith("tf32")
-        keep = {"nystrom": options, "cg": {}, "cholesky": {}}[method]
-        plan = CMEPlan(method, options=keep)
-        v = ItemGame(fn, fn.items[query], comp, plan=plan).values(sub, a, b)
+        cme = {"nystrom": nystrom, "cg": CGOptions(), "cholesky": CholeskyOptions()}[method]
+        v, _ = game_values(fn, left[:n], right[:n], sub, comp, cme)
         torch.backends.cuda.matmul.allow_tf32 = False
         per_size = np.abs(v - exact).max(1) / np.abs(exact).max(1)
         print(
@@ -691,7 +700,7 @@ def convergence(
                 apply_p = _woodbury(f, root, ridge)
             else:
                 apply_p = make(a)
-            res = batched_pcg(lambda v, a=a: a @ v, apply_p, b[None], tol=tol, max_iter=500)
+            res = batched_pcg(lambda v, a=a: a @ v, b[None], tol=tol, max_iter=500, apply_p=apply_p)
             seconds[name] += time.perf_counter() - start
             results[name].append(int(res.iterations.max()))
             if name == "per coalition Nystrom r=256 rpchol":
@@ -700,10 +709,10 @@ def convergence(
             f = nystrom_factor(pts[:, cols], w, 256, seed=0).factor
             hot = batched_pcg(
                 lambda v, a=a: a @ v,
-                _woodbury(f, root, ridge),
                 b[None],
                 tol=tol,
                 max_iter=500,
+                apply_p=_woodbury(f, root, ridge),
                 x0=previous,
             )
             warm.append((int(cold.iterations.max()), int(hot.iterations.max())))

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain.cme import kernel
+from prefshap_core.kernels.rbf import scaled_gram as kernel
 from prefshap_core.models.preference_function import PreferenceFunction
 
 PAPER_MAX_ITERATIONS = 10

@@ -33,6 +33,7 @@ import streamlit as st  # noqa: E402
 from dashboard import services, state  # noqa: E402
 from dashboard.components.guard import run_guarded  # noqa: E402
 from dashboard.components.progress import job_panel  # noqa: E402
+from dashboard.components.text import md  # noqa: E402
 from prefshap_core.progress import Progress  # noqa: E402
 
 PAGES = {
@@ -64,7 +65,7 @@ def _sidebar(current: str) -> None:
         if loaded is not None:
             st.caption("Dataset")
             st.markdown(
-                f"**{loaded.title}**  \n{loaded.data.n_items:,} items · "
+                f"**{md(loaded.title)}**  \n{loaded.data.n_items:,} items · "
                 f"{loaded.data.n_duels:,} duels"
             )
             model = state.model_for(loaded)
@@ -86,6 +87,8 @@ def main() -> None:
         layout="wide",
     )
     state.init()
+    for job in state.running_jobs():  # this session is still here: keep its jobs
+        job.touch()
     services.collect_finished_jobs()
     pages = {
         name: st.Page(path, title=title, icon=icon, url_path=name, default=name == FIRST_PAGE)

@@ -13,6 +13,7 @@ the script thread sees either the old or the new value).
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 import traceback
@@ -20,12 +21,76 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
+from prefshap_core.budget import limit_malloc_arenas
 from prefshap_core.errors import CancelledError, PrefShapError
-from prefshap_core.progress import Progress, ProgressUpdate
+from prefshap_core.progress import Progress, ProgressUpdate, cancel_scope
 
 JobState = Literal["running", "done", "failed", "cancelled"]
 # Every job not yet garbage-collected, so that interpreter exit can stop them first.
 _LIVE: weakref.WeakSet[Job] = weakref.WeakSet()
+MAX_HEAVY_JOBS_ENV = "PREFSHAP_MAX_HEAVY_JOBS"
+# A job nobody has looked at for this long belongs to a closed tab: it is cancelled.
+# Pages poll running jobs twice a second (components/progress), so 30 s is generous.
+ABANDON_AFTER_S = 30.0
+
+
+class HeavyJobGate:
+    """At most ``capacity`` heavy jobs of this server compute at once; the others wait
+    in arrival order (and can be cancelled while waiting), so pages stay responsive
+    and every visitor sees their place in the queue."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, int(capacity))
+        self._cond = threading.Condition()
+        self._running: set[int] = set()
+        self._waiting: list[int] = []  # job ids, first come first served
+
+    def position(self, job_id: int) -> int:
+        """1 for the next job to run; 0 when not waiting."""
+        with self._cond:
+            return self._waiting.index(job_id) + 1 if job_id in self._waiting else 0
+
+    def acquire(
+        self, job_id: int, cancelled: Callable[[], bool], on_wait: Callable[[int], None]
+    ) -> bool:
+        """Wait for a slot; False if cancelled while waiting."""
+        with self._cond:
+            self._waiting.append(job_id)
+            try:
+                while True:
+                    first_free = len(self._running) < self.capacity
+                    if first_free and self._waiting[0] == job_id:
+                        self._running.add(job_id)
+                        return True
+                    if cancelled():
+                        return False
+                    on_wait(self._waiting.index(job_id) + 1)
+                    self._cond.wait(timeout=0.2)
+            finally:
+                self._waiting.remove(job_id)
+                self._cond.notify_all()
+
+    def release(self, job_id: int) -> None:
+        with self._cond:
+            self._running.discard(job_id)
+            self._cond.notify_all()
+
+    @property
+    def n_running(self) -> int:
+        with self._cond:
+            return len(self._running)
+
+
+def _default_capacity() -> int:
+    configured = os.environ.get(MAX_HEAVY_JOBS_ENV, "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+HEAVY_JOBS = HeavyJobGate(_default_capacity())
+# Each job runs in a fresh thread: share malloc arenas so their memory is reused.
+limit_malloc_arenas(HEAVY_JOBS.capacity + 1)
 
 
 class Job:
@@ -38,6 +103,9 @@ class Job:
         work: Callable[[Progress], Any],
         *,
         page: str = "",
+        heavy: bool = False,
+        abandon_after_s: float | None = None,
+        gate: HeavyJobGate | None = None,
     ) -> None:
         self.key = key
         self.label = label  # shown next to the progress bar, e.g. "Training GPM"
@@ -52,6 +120,15 @@ class Job:
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.collected = False  # the script has published the outcome
+        # Heavy jobs wait for a slot of the server-wide gate; queue_position > 0 while
+        # waiting. A job with abandon_after_s is cancelled when no page has touched it
+        # (seen it) for that long: its session has gone.
+        self.heavy = heavy
+        self._gate = gate if gate is not None else HEAVY_JOBS
+        self.queue_position = 0
+        self.abandon_after_s = abandon_after_s
+        self.last_seen = time.monotonic()
+        self.abandoned = False
         self._thread = threading.Thread(target=self._run, name=f"prefshap-job-{key}", daemon=True)
 
     # -- control ---------------------------------------------------------------------
@@ -62,6 +139,20 @@ class Job:
 
     def cancel(self) -> None:
         self._cancel.set()
+
+    def touch(self) -> None:
+        """A page of the owning session has seen this job: it is not abandoned."""
+        self.last_seen = time.monotonic()
+
+    def _should_stop(self) -> bool:
+        if self._cancel.is_set():
+            return True
+        idle = time.monotonic() - self.last_seen
+        if self.abandon_after_s is not None and idle > self.abandon_after_s:
+            self.abandoned = True
+            self._cancel.set()
+            return True
+        return False
 
     @property
     def cancel_requested(self) -> bool:
@@ -90,10 +181,23 @@ class Job:
     def _on_update(self, update: ProgressUpdate) -> None:
         self.update = update
 
+    def _on_wait(self, position: int) -> None:
+        self.queue_position = position
+        ahead = "next in line" if position == 1 else f"{position - 1} ahead"
+        self.update = ProgressUpdate(f"queued, {ahead} (position {position})", 0.0, 0.0, None)
+
     def _run(self) -> None:
-        progress = Progress(callback=self._on_update, should_cancel=self._cancel.is_set)
+        progress = Progress(callback=self._on_update, should_cancel=self._should_stop)
+        acquired = False
         try:
-            result = self._work(progress)
+            if self.heavy:
+                acquired = self._gate.acquire(id(self), self._should_stop, self._on_wait)
+                self.queue_position = 0
+                if not acquired:
+                    raise CancelledError("cancelled while queued")
+                self.update = None
+            with cancel_scope(self._should_stop):  # engine loops check it (checkpoint)
+                result = self._work(progress)
         except CancelledError:
             self.state = "cancelled"
         except BaseException as exc:  # the UI reports it; the thread must not die silently
@@ -106,6 +210,9 @@ class Job:
             # the result is complete and already cached, so keeping it costs nothing.
             self.state = "done"
         finally:
+            if acquired:
+                self._gate.release(id(self))
+            self._work = None  # its closure holds data and models: let them go
             self.finished_at = time.time()
 
 

@@ -22,18 +22,22 @@ import numpy as np
 import streamlit as st
 
 from dashboard import sources, state
-from dashboard.jobs import Job
+from dashboard.jobs import ABANDON_AFTER_S, Job
 from prefshap_core import workflow
 from prefshap_core.analysis.explorer import DatasetIntransitivity, dataset_intransitivity
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
+from prefshap_core.errors import PrefShapError
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interaction_explanation import (
     InteractionExplanation,
     explain_interactions,
 )
-from prefshap_core.progress import Progress
+from prefshap_core.progress import Progress, with_deadline
 
+# The demo preparation gives up after this long (a planted or damaged cache entry, a
+# stalled machine), discards what it found in the cache and computes it afresh.
+DEMO_TIMEOUT_S = 60.0
 # The first screen's model: small enough to train and explain in seconds on two cores.
 DEMO_SETTINGS = workflow.TrainSettings(kind="gpm", seed=0, n_centres=300)
 DEMO_SETTINGS_FP = workflow.settings_fingerprint(DEMO_SETTINGS)
@@ -60,13 +64,24 @@ class ExplanationStore:
     """A small thread-safe LRU of explanations shared by all sessions of this process.
 
     Each entry remembers its owner (which model explained what), so one duel can be
-    cut out of any explanation of the same model that already covers it.
+    cut out of any explanation of the same model that already covers it. Bounded by
+    count and by bytes, so many visitors' explanations cannot grow the process
+    without end (the disk cache keeps everything).
     """
 
-    def __init__(self, capacity: int = 48) -> None:
-        self._items: OrderedDict[str, tuple[Owner, Explanation]] = OrderedDict()
+    def __init__(self, capacity: int = 48, max_bytes: int = 256 * 2**20) -> None:
+        self._items: OrderedDict[str, tuple[Owner, Explanation, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
+
+    @property
+    def n_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def get(self, key: str) -> Explanation | None:
         with self._lock:
@@ -77,21 +92,42 @@ class ExplanationStore:
             return entry[1]
 
     def put(self, key: str, owner: Owner, expl: Explanation) -> None:
+        size = _explanation_bytes(expl)
         with self._lock:
-            self._items[key] = (owner, expl)
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2]
+            self._items[key] = (owner, expl, size)
+            self._bytes += size
+            while len(self._items) > 1 and (
+                len(self._items) > self._capacity or self._bytes > self._max_bytes
+            ):
+                _, (_, _, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2]
 
     def find_duel(self, owner: Owner, duel_id: str) -> Explanation | None:
         """The one-duel explanation of ``duel_id`` taken from a covering entry, if any."""
         with self._lock:
-            entries = [expl for who, expl in reversed(self._items.values()) if who == owner]
+            entries = [expl for who, expl, _ in reversed(self._items.values()) if who == owner]
         for expl in entries:
             rows = np.flatnonzero(expl.duel_ids == duel_id)
             if len(rows):
                 return expl.subset(rows[:1])
         return None
+
+
+def _explanation_bytes(expl: Explanation) -> int:
+    total = 0
+    for value in vars(expl).values():
+        if isinstance(value, np.ndarray):
+            total += value.nbytes if value.dtype != object else 64 * value.size
+    return total
 
 
 @st.cache_resource(show_spinner=False)
@@ -142,6 +178,8 @@ def start_training(
         f"Training {title} on {loaded.title}",
         lambda progress: train_now(loaded, settings, progress),
         page=page,
+        heavy=True,
+        abandon_after_s=ABANDON_AFTER_S,
     )
     return state.add_job(job.start())
 
@@ -194,7 +232,8 @@ def request(
     return ExplainRequest(options, duels, n_available, key)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+# Each explainer keeps up to ExplainOptions.factor_cache_bytes (1 GB) of factorizations.
+@st.cache_resource(show_spinner=False, max_entries=4)
 def _explainer(model_key: tuple[str, str], options_key: str, _fn, _options) -> Explainer:
     return Explainer(_fn, _options)
 
@@ -276,7 +315,14 @@ def explanation_or_job(
         return job.result, None
     if job is None:
         job = state.add_job(
-            Job(key, label, lambda progress: explain_now(loaded, model, req, progress), page=page)
+            Job(
+                key,
+                label,
+                lambda progress: explain_now(loaded, model, req, progress),
+                page=page,
+                heavy=True,
+                abandon_after_s=ABANDON_AFTER_S,
+            )
         ).start()
     return None, job
 
@@ -331,14 +377,32 @@ _DEMOS: dict[str, tuple[state.LoadedData, state.TrainedModel]] = {}
 def _demo(root: str, progress: Progress | None) -> tuple[state.LoadedData, state.TrainedModel]:
     with _DEMO_LOCK:
         if root not in _DEMOS:
-            loaded = sources.load_builtin(sources.builtin_choices()[0])
-            train_part = progress.span(0.0, 0.5) if progress is not None else None
-            model = train_now(loaded, DEMO_SETTINGS, train_part)
-            explain_part = progress.span(0.5, 1.0) if progress is not None else None
-            req = request(loaded, model, model.result.split.test)
-            explain_now(loaded, model, req, explain_part)
-            _DEMOS[root] = (loaded, model)
+            try:
+                # Bounded: every other visitor waits behind this lock.
+                timed = with_deadline(progress, DEMO_TIMEOUT_S, "Preparing the demo")
+                _DEMOS[root] = _prepare_demo(timed, from_cache=True)
+            except PrefShapError:  # DeadlineExceeded is one
+                # A planted, broken or too slow cache entry: discard it, recompute.
+                _DEMOS[root] = _prepare_demo(progress, from_cache=False)
         return _DEMOS[root]
+
+
+def _prepare_demo(
+    progress: Progress | None, *, from_cache: bool
+) -> tuple[state.LoadedData, state.TrainedModel]:
+    loaded = sources.load_builtin(sources.builtin_choices()[0])
+    settings_fp = workflow.settings_fingerprint(DEMO_SETTINGS)
+    if not from_cache:
+        disk_cache().forget_training(loaded.fingerprint, settings_fp)
+    train_part = progress.span(0.0, 0.5) if progress is not None else None
+    model = train_now(loaded, DEMO_SETTINGS, train_part)
+    req = request(loaded, model, model.result.split.test)
+    if not from_cache:
+        disk_cache().forget_explanation(req.key)
+        explanation_store().forget(req.key)
+    explain_part = progress.span(0.5, 1.0) if progress is not None else None
+    explain_now(loaded, model, req, explain_part)
+    return loaded, model
 
 
 def ensure_demo(progress: Progress | None = None) -> None:

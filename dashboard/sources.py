@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import state
-from prefshap_core import workflow
+from prefshap_core import budget, workflow
 from prefshap_core.data import DuelData, build_duel_data, read_table
 from prefshap_core.datasets import available_datasets, load_dataset, synthetic_clusters
 from prefshap_core.paths import repo_root
@@ -118,9 +118,11 @@ def load_upload(items: state.UploadedCsv, duels: state.UploadedCsv) -> state.Loa
     known = state.datasets().get(key)
     if known is not None:
         return known
-    data = _uploaded_data(
-        items.digest, items.name, duels.digest, duels.name, items.data, duels.data
-    )
+    need = (len(items.data) + len(duels.data)) * budget.CSV_BYTES_PER_BYTE
+    with budget.reserve(need, "Reading this upload", budget.UPLOAD_REDUCE):
+        data = _uploaded_data(
+            items.digest, items.name, duels.digest, duels.name, items.data, duels.data
+        )
     return state.LoadedData(
         key=key,
         title=f"Upload: {items.name} + {duels.name}",

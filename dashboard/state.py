@@ -43,7 +43,9 @@ class LoadedData:
     key: str  # "builtin:<name>" or "upload:<hash of the files>"
     title: str  # shown to the user
     data: DuelData
-    fingerprint: str  # workflow.data_fingerprint(data): the cache key part
+    # workflow.data_fingerprint(data): the cache key part; it covers names, ids, units
+    # and grouping too, so two uploads equal in model space never share an entry.
+    fingerprint: str
     source: str  # "builtin" | "upload"
     files: tuple[str, ...] = ()  # uploaded file names
 
@@ -142,9 +144,26 @@ def job(key: str) -> Job | None:
     return jobs().get(key)
 
 
+# Finished jobs kept per session (their outcome is shown until then); older ones are
+# dropped so a long session does not keep every result it ever computed.
+MAX_FINISHED_JOBS = 8
+
+
 def add_job(job_: Job) -> Job:
-    jobs()[job_.key] = job_
+    kept = jobs()
+    kept[job_.key] = job_
+    finished = sorted(
+        (j for j in kept.values() if j is not job_ and j.finished and not _unpublished(j)),
+        key=lambda j: j.finished_at or 0.0,
+    )
+    for old in finished[: max(0, len(finished) - MAX_FINISHED_JOBS)]:
+        kept.pop(old.key, None)
     return job_
+
+
+def _unpublished(job_: Job) -> bool:
+    """A finished training whose model the script has not yet put into the session."""
+    return job_.key.startswith("train:") and not job_.collected
 
 
 def drop_job(key: str) -> None:

@@ -8,17 +8,21 @@ entry.
 
 Layout under the root (``$PREFSHAP_CACHE_DIR``, default ``<repo>/.prefshap_cache``)::
 
-    models/<data_fp>-<settings_fp>/model.npz     the model file (docs/model-format.md)
-                                   split.npz     train / validation / test duel indices
-                                   result.json   metrics, SpecR, timings, settings
-    explanations/<key>/arrays.npz                values, outputs, ids, labels, ...
-                       meta.json                 player names, kind, orientation, meta
+    models/<key>/model.npz         the model file (docs/model-format.md)
+                 split.npz         train / validation / test duel indices
+                 result.json       metrics, SpecR, timings, settings
+    explanations/<key>/arrays.npz  values, outputs, ids, labels, ...
+                       meta.json   player names, kind, orientation, meta
+
+Every key comes from :func:`entry_key`.
 
 Nothing is ever unpickled (``allow_pickle=False``; JSON for the rest), so a cache
 directory shared between users cannot execute code. Each entry is written into a
 temporary folder and renamed into place in one step, so readers see a whole entry
-or none. An entry that cannot be read (truncated, edited, from an older format) is
-treated as missing and removed, so the caller recomputes and rewrites it.
+or none; temporary folders a killed writer left behind are removed once they are
+old (:meth:`DiskCache.remove_orphans`, run when a cache is opened). An entry that
+cannot be read (truncated, edited, from an older format) is treated as missing and
+removed, so the caller recomputes and rewrites it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -44,7 +49,9 @@ from prefshap_core.paths import repo_root
 from prefshap_core.workflow import TrainingResult, TrainSettings
 
 CACHE_DIR_ENV = "PREFSHAP_CACHE_DIR"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: keys from entry_key (names, units and grouping included)
+# A temporary entry folder this old cannot belong to a live writer (writes take seconds).
+ORPHAN_AGE_S = 600.0
 
 # Explanation fields holding per-duel arrays (saved in arrays.npz). Object arrays of
 # strings (labels) are saved as unicode plus a mask of the missing cells.
@@ -72,6 +79,25 @@ def cache_dir() -> Path:
     return Path(configured).expanduser() if configured else repo_root() / ".prefshap_cache"
 
 
+def entry_key(kind: str, *parts: str, duels: np.ndarray | None = None, **options: Any) -> str:
+    """THE key of every cache entry (models and explanations): one place to extend.
+
+    ``parts`` are fingerprints (``workflow.data_fingerprint`` covers everything of the
+    data that reaches a number or a label; ``settings_fingerprint`` the settings);
+    ``duels`` and ``options`` what an explanation adds. The cache format version is
+    part of it, so a format change never reads old entries; explanations add the
+    engine's version and their options' key (:func:`explanation_key`).
+    """
+    h = hashlib.sha256()
+    h.update(json.dumps([FORMAT_VERSION, kind, *parts]).encode())
+    if duels is not None:
+        h.update(b"|duels|")
+        h.update(np.ascontiguousarray(np.asarray(duels, dtype=np.int64)).tobytes())
+    h.update(b"|options|")
+    h.update(json.dumps(options, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:32]
+
+
 def explanation_key(
     data_fp: str,
     settings_fp: str,
@@ -80,16 +106,21 @@ def explanation_key(
     dtype: str = "float64",
     **extra: Any,
 ) -> str:
-    """A stable key for an explanation of ``duels`` (indices) with these options.
+    """The key of an explanation of ``duels`` (indices) with these options.
 
     It holds the engine's version and every option that can change a number, so a
     change of numerics (a bumped :data:`ENGINE_VERSION`) never serves stale entries.
     """
-    h = hashlib.sha256()
-    h.update(f"{ENGINE_VERSION}|{data_fp}|{settings_fp}|{options.key()}|{dtype}|".encode())
-    h.update(np.ascontiguousarray(np.asarray(duels, dtype=np.int64)).tobytes())
-    h.update(json.dumps(extra, sort_keys=True, default=str).encode())
-    return h.hexdigest()[:32]
+    return entry_key(
+        "explanation",
+        data_fp,
+        settings_fp,
+        ENGINE_VERSION,
+        options.key(),
+        dtype,
+        duels=duels,
+        **extra,
+    )
 
 
 class DiskCache:
@@ -97,10 +128,11 @@ class DiskCache:
 
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = Path(root) if root is not None else cache_dir()
+        self.remove_orphans()
 
     # -- models ----------------------------------------------------------------------
     def _model_dir(self, data_fp: str, settings_fp: str) -> Path:
-        return self.root / "models" / f"{_safe(data_fp)}-{_safe(settings_fp)}"
+        return self.root / "models" / entry_key("model", data_fp, settings_fp)
 
     def load_training(self, data_fp: str, settings_fp: str) -> TrainingResult | None:
         """The cached training result, or None (missing or unreadable)."""
@@ -228,10 +260,38 @@ class DiskCache:
         return self._publish(self._explanation_dir(key), write)
 
     # -- housekeeping ------------------------------------------------------------------
+    def forget_training(self, data_fp: str, settings_fp: str) -> None:
+        """Remove one model entry (e.g. one that loads but cannot be used)."""
+        self._discard(self._model_dir(data_fp, settings_fp))
+
+    def forget_explanation(self, key: str) -> None:
+        self._discard(self._explanation_dir(key))
+
     def clear(self) -> None:
         """Remove every entry (the root folder itself stays)."""
         for part in ("models", "explanations"):
             shutil.rmtree(self.root / part, ignore_errors=True)
+
+    def remove_orphans(self, older_than_s: float = ORPHAN_AGE_S) -> int:
+        """Delete temporary folders a killed writer left behind; returns how many.
+
+        Only folders untouched for ``older_than_s`` go: a younger one may belong to
+        a writer that is still running (in this or another process).
+        """
+        now = time.time()
+        removed = 0
+        for part in ("models", "explanations"):
+            folder = self.root / part
+            with contextlib.suppress(OSError):
+                for leftover in folder.iterdir():
+                    name = leftover.name
+                    if not (name.startswith(".") and name.endswith((".tmp", ".deleted"))):
+                        continue
+                    with contextlib.suppress(OSError):
+                        if now - leftover.stat().st_mtime > older_than_s:
+                            shutil.rmtree(leftover, ignore_errors=True)
+                            removed += 1
+        return removed
 
     def _publish(self, target: Path, write: Callable[[Path], None]) -> Path | None:
         """Write an entry into a temporary sibling folder, then rename it into place.

@@ -6,6 +6,7 @@ Never guess the device deep inside a routine: public entry points take a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,8 @@ class Compute:
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {self.dtype!r}")
+        if not re.fullmatch(r"cpu|cuda(:[0-9]+)?", str(self.device)):
+            raise ValueError(f"device must be 'cpu' or 'cuda' (or 'cuda:N'), got {self.device!r}")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError("device 'cuda' asked for, but torch sees no CUDA device")
 

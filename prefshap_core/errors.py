@@ -63,3 +63,18 @@ class CancelledError(PrefShapError):
 class StaticExportUnavailable(PrefShapError, RuntimeError):
     """PNG/SVG export cannot run here (no Chromium, kaleido missing, browser failed):
     offer the interactive HTML export instead."""
+
+
+class NumericalError(PrefShapError, ValueError):
+    """A computation whose inputs make it meaningless (NaN or infinite intermediate
+    values, a system no jitter can make positive definite): the message says which
+    input to check instead of spinning or returning NaN."""
+
+
+class MemoryBudgetError(PrefShapError, MemoryError):
+    """A job that would need more memory than its budget (``PREFSHAP_MEMORY_BUDGET``):
+    refused before allocating, with what to reduce."""
+
+
+class DeadlineExceeded(CancelledError):
+    """Long work stopped because it ran past the time it was given."""

@@ -11,10 +11,12 @@ after the call returns.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
-from prefshap_core.errors import CancelledError
+from prefshap_core.errors import CancelledError, DeadlineExceeded
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Progress:
     def update(self, stage: str, fraction: float) -> None:
         if self._should_cancel is not None and self._should_cancel():
             raise CancelledError(f"cancelled during: {stage}")
+        checkpoint()
         if self._callback is None:
             return
         fraction = min(max(float(fraction), 0.0), 1.0)
@@ -61,6 +64,49 @@ class _SubProgress(Progress):
     def update(self, stage: str, fraction: float) -> None:
         fraction = min(max(float(fraction), 0.0), 1.0)
         self._parent.update(stage, self._lo + (self._hi - self._lo) * fraction)
+
+
+class _Deadline(Progress):
+    def __init__(self, parent: Progress, seconds: float, what: str) -> None:
+        self._parent = parent
+        self._deadline = time.monotonic() + seconds
+        self._seconds = seconds
+        self._what = what
+
+    def update(self, stage: str, fraction: float) -> None:
+        if time.monotonic() > self._deadline:
+            raise DeadlineExceeded(f"{self._what} took more than {self._seconds:g} s ({stage})")
+        self._parent.update(stage, fraction)
+
+
+def with_deadline(progress: Progress | None, seconds: float, what: str) -> Progress:
+    """``progress`` that raises :class:`DeadlineExceeded` at the first checkpoint after
+    ``seconds`` (e.g. the demo preparation, which other visitors wait for)."""
+    return _Deadline(ensure_progress(progress), seconds, what)
+
+
+# The cancel request of the work running in this thread (a dashboard Job sets it), so
+# that long loops deep in the engine can stop without a Progress passed down to them.
+_CANCEL_REQUESTED: ContextVar[Callable[[], bool] | None] = ContextVar(
+    "prefshap_cancel_requested", default=None
+)
+
+
+@contextmanager
+def cancel_scope(should_cancel: Callable[[], bool]) -> Iterator[None]:
+    """Within the block, :func:`checkpoint` raises CancelledError once ``should_cancel()``."""
+    token = _CANCEL_REQUESTED.set(should_cancel)
+    try:
+        yield
+    finally:
+        _CANCEL_REQUESTED.reset(token)
+
+
+def checkpoint() -> None:
+    """Raise CancelledError if the work of this thread was asked to stop (cheap)."""
+    should_cancel = _CANCEL_REQUESTED.get()
+    if should_cancel is not None and should_cancel():
+        raise CancelledError("cancelled")
 
 
 def ensure_progress(progress: Progress | None) -> Progress:

@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, Split, split_duels
+from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambda
 from prefshap_core.explain.explainer import Explainer
@@ -27,6 +29,7 @@ from prefshap_core.models.estimators import PreferenceModel, make_model
 from prefshap_core.models.hyperparameters import DEFAULT_CONTEXT_CME_LAMBDA
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
+from prefshap_core.solvers.options import SolverOptions
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,9 @@ class TrainSettings:
     backend: str = "torch"  # "falkon": the optional falkon package, if installed
     baseline: bool = True  # also fit a UPM on the same split, for comparison
 
-    def model(self, kind: str | None = None) -> PreferenceModel:
+    def model(
+        self, kind: str | None = None, solver: SolverOptions | None = None
+    ) -> PreferenceModel:
         return make_model(
             kind or self.kind,
             n_centres=self.n_centres,
@@ -64,6 +69,7 @@ class TrainSettings:
             seed=self.seed,
             backend=self.backend,
             compute=Compute(device=self.device, dtype=self.dtype),
+            solver=solver,
         )
 
 
@@ -106,10 +112,39 @@ def train(
     """Fit the chosen model (and a UPM baseline) on the seeded 80/10/10 split."""
     start = time.perf_counter()
     progress = ensure_progress(progress)
+    check_dataset_names(data.item_space, data.context_space)  # export columns stay unique
     split = split_duels(data.n_duels, settings.seed)
     with_baseline = settings.baseline and settings.kind != "upm"
     main_share = 0.7 if with_baseline else 0.95
-    model = settings.model().fit(
+    n_features = data.item_space.n_features + (
+        data.context_space.n_features if data.context_space is not None else 0
+    )
+    itemsize = 4 if settings.dtype == "float32" else 8
+    sizes = (len(split.train), settings.n_centres, n_features, itemsize)
+    cache = budget.kernel_cache_allowance(*sizes)  # K_nM beyond it is chunked
+    need = budget.training_bytes(*sizes, kernel_cache_bytes=cache)
+    with budget.reserve(
+        need,
+        f"Training with {settings.n_centres:,} centres on {len(split.train):,} duels",
+        budget.TRAIN_REDUCE,
+    ):
+        return _train_within_budget(
+            data, settings, progress, split, with_baseline, main_share, start, cache
+        )
+
+
+def _train_within_budget(
+    data: DuelData,
+    settings: TrainSettings,
+    progress: Progress,
+    split: Split,
+    with_baseline: bool,
+    main_share: float,
+    start: float,
+    kernel_cache_bytes: int,
+) -> TrainingResult:
+    solver = SolverOptions(cache_budget_bytes=kernel_cache_bytes)
+    model = settings.model(solver=solver).fit(
         data, split.train, split.validation, progress.span(0.0, main_share)
     )
     fit_seconds = model.fit_seconds_
@@ -127,7 +162,7 @@ def train(
     baseline_metrics = None
     baseline_seconds = 0.0
     if with_baseline:
-        upm = settings.model("upm").fit(
+        upm = settings.model("upm", solver).fit(
             data, split.train, split.validation, progress.span(main_share, 0.95)
         )
         baseline_metrics = upm.score(data, split.test)
@@ -365,16 +400,49 @@ def item_record(data: DuelData, item_id: str) -> ItemRecord:
 
 
 def data_fingerprint(data: DuelData) -> str:
-    """A stable hash of everything a model learns from (items, duels, contexts)."""
+    """A stable hash of everything that reaches a number or a label.
+
+    Not only what the model learns from (model-space items, duels, contexts) but
+    also what turns its numbers into what a user reads: the dataset name, item ids
+    and labels, duel ids, every column's raw offset and scale (the units), feature
+    group and context names and memberships (the Shapley players). Two uploads equal
+    in model space but with other names, units or grouping get different entries.
+    """
     h = hashlib.sha256()
-    for array in (data.items, data.left, data.right, data.y, data.item_ids):
-        h.update(np.ascontiguousarray(array).tobytes())
-        h.update(b"|")
-    h.update(json.dumps(list(data.item_space.feature_names)).encode())
-    if data.contexts is not None and data.context_index is not None:
-        h.update(np.ascontiguousarray(data.contexts).tobytes())
-        h.update(np.ascontiguousarray(data.context_index).tobytes())
+    _hash_part(h, "name", data.name)
+    for label in ("item_ids", "items", "left", "right", "y", "duel_ids", "item_labels"):
+        _hash_part(h, label, getattr(data, label))
+    _hash_space(h, "items", data.item_space)
+    if data.context_space is not None:
+        _hash_space(h, "context", data.context_space)
+    for label in ("contexts", "context_index", "context_labels"):
+        _hash_part(h, label, getattr(data, label))
     return h.hexdigest()[:20]
+
+
+def _hash_space(h: Any, label: str, space: Any) -> None:
+    _hash_part(h, f"{label}.feature_names", list(space.feature_names))
+    _hash_part(h, f"{label}.group_names", list(space.group_names))
+    for part in ("feature_group", "offset", "scale"):
+        _hash_part(h, f"{label}.{part}", getattr(space, part))
+
+
+def _hash_part(h: Any, label: str, value: Any) -> None:
+    """Label, type and shape before the bytes, so no two parts can run together."""
+    if value is None:
+        h.update(f"{label}:none;".encode())
+        return
+    if isinstance(value, str | list):
+        payload = json.dumps(value).encode()
+        h.update(f"{label}:json:{len(payload)};".encode() + payload)
+        return
+    array = np.asarray(value)
+    if array.dtype.kind == "O":  # mixed text and None: JSON
+        _hash_part(h, label, [None if v is None else str(v) for v in array.ravel().tolist()])
+        return
+    array = np.ascontiguousarray(array)
+    h.update(f"{label}:{array.dtype.str}:{array.shape};".encode())
+    h.update(array.tobytes())
 
 
 def settings_fingerprint(settings: TrainSettings) -> str:

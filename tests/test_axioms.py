@@ -17,17 +17,35 @@ import numpy as np
 import pytest
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain import explain_context, explain_items
-from prefshap_core.explain.coalitions import (
+from prefshap_core.explain import CholeskyOptions, Explainer, ExplainOptions
+from prefshap_core.explain.cme.backends import make_backend
+from prefshap_core.explain.games.base import DuelBatch
+from prefshap_core.explain.games.items import ItemGame
+from prefshap_core.explain.reference import random_preference_function
+from prefshap_core.explain.shapley import KernelShapley
+from prefshap_core.explain.shapley.coalitions import (
     all_coalitions,
     bits_from_masks,
     sample_paired_coalitions,
 )
-from prefshap_core.explain.reference import random_preference_function
-from prefshap_core.explain.shapley import KernelShapley
-from prefshap_core.explain.value_items import ItemGame
 
 GROUPS = [("a", 1), ("type", 3), ("b", 1), ("c", 1)]
+
+
+def item_explanation(fn, left, right, *, compute=None, **options):
+    return Explainer(fn, ExplainOptions(**options), compute=compute)(left, right)
+
+
+def context_explanation(fn, left, right, contexts, **options):
+    return Explainer(fn, ExplainOptions(what="context", **options))(left, right, contexts=contexts)
+
+
+def item_values(fn, masks, left, right):
+    """(K, D) ``v(S)`` of every mask for duels of pool rows, from the item game itself."""
+    compute = Compute()
+    game = ItemGame(fn, compute, fn.cme_lambda)
+    game.use(make_backend(CholeskyOptions(), game.problem, len(fn.items), len(masks), compute, 0))
+    return game.bind(DuelBatch(fn.items, left, right)).values(masks, coalition_batch=1)
 
 
 def duels(n_items, n, seed):
@@ -40,7 +58,7 @@ def duels(n_items, n, seed):
 def test_efficiency(kind, dtype):
     fn = random_preference_function(kind, n_items=12, groups=GROUPS, seed=1)
     left, right = duels(12, 10, seed=2)
-    e = explain_items(fn, left, right, compute=Compute(dtype=dtype))
+    e = item_explanation(fn, left, right, compute=Compute(dtype=dtype))
     assert np.abs(e.outputs).max() > 1e-3
     # v(empty), v(full) are fixed and the weights are applied in float64.
     assert e.efficiency_gap() < 1e-10
@@ -50,9 +68,9 @@ def test_efficiency_context_and_sampled():
     fn = random_preference_function("cgpm", n_items=12, groups=GROUPS, seed=3)
     left, right = duels(12, 10, seed=4)
     contexts = fn.contexts[np.arange(10) % len(fn.contexts)]
-    assert explain_context(fn, left, right, contexts).efficiency_gap() < 1e-10
-    sampled = explain_items(fn, left, right, max_exact_players=0, n_samples=6, seed=1)
-    assert sampled.meta["method"] == "sampled"
+    assert context_explanation(fn, left, right, contexts).efficiency_gap() < 1e-10
+    sampled = item_explanation(fn, left, right, max_exact_players=0, n_samples=6, seed=1)
+    assert sampled.meta["shapley"] == "sampled"
     assert sampled.efficiency_gap() < 1e-10
 
 
@@ -60,13 +78,13 @@ def test_efficiency_context_and_sampled():
 def test_antisymmetry_is_exact(kind):
     fn = random_preference_function(kind, n_items=12, groups=GROUPS, seed=5)
     left, right = duels(12, 9, seed=6)
-    both = explain_items(fn, np.r_[left, right], np.r_[right, left])
+    both = item_explanation(fn, np.r_[left, right], np.r_[right, left])
     n = len(left)
     # Bitwise: a duel and its swap are the same floats negated, in one call ...
     assert np.array_equal(both.values[:n], -both.values[n:])
     assert np.array_equal(both.outputs[:n], -both.outputs[n:])
     # ... and across calls on the same duels.
-    forward, backward = explain_items(fn, left, right), explain_items(fn, right, left)
+    forward, backward = item_explanation(fn, left, right), item_explanation(fn, right, left)
     assert np.array_equal(forward.values, -backward.values)
     assert np.array_equal(forward.values, both.values[:n])
 
@@ -75,10 +93,12 @@ def test_antisymmetry_context_and_sampled():
     fn = random_preference_function("cgpm", n_items=12, groups=GROUPS, seed=7)
     left, right = duels(12, 8, seed=8)
     ctx = fn.contexts[np.arange(8) % len(fn.contexts)]
-    e = explain_context(fn, np.r_[left, right], np.r_[right, left], np.r_[ctx, ctx])
+    e = context_explanation(fn, np.r_[left, right], np.r_[right, left], np.r_[ctx, ctx])
     assert np.array_equal(e.values[:8], -e.values[8:])
     assert np.array_equal(e.base_values[:8], -e.base_values[8:])
-    s = explain_items(fn, np.r_[left, right], np.r_[right, left], max_exact_players=0, n_samples=8)
+    s = item_explanation(
+        fn, np.r_[left, right], np.r_[right, left], max_exact_players=0, n_samples=8
+    )
     assert np.array_equal(s.values[:8], -s.values[8:])
     assert np.array_equal(s.standard_errors[:8], s.standard_errors[8:])
 
@@ -104,7 +124,7 @@ def test_null_player_constant_group(kind):
     p = fn.item_space.n_groups
     # 1) v(S + j) == v(S) for every S without j whose union is not the full set.
     masks = all_coalitions(p).masks
-    values = ItemGame(fn, fn.items, Compute()).values(masks, left, right)
+    values = item_values(fn, masks, left, right)
     values[0] = 0.0  # v(empty) by definition
     bits = bits_from_masks(masks)
     full = 2**p - 1
@@ -112,11 +132,11 @@ def test_null_player_constant_group(kind):
         if s | (1 << null) != full:
             np.testing.assert_allclose(values[s | (1 << null)], values[s], atol=1e-12)
     # 2) so phi_j is exactly the boundary term (g - v(full - j)) / p ...
-    e = explain_items(fn, left, right)
+    e = item_explanation(fn, left, right)
     boundary = (e.outputs - values[full & ~(1 << null)]) / p
     np.testing.assert_allclose(e.values[:, null], boundary, atol=1e-12)
     # 3) ... which vanishes with the CME's regulariser, while the others do not.
-    tiny = explain_items(fn, left, right, cme_lambda=1e-9)
+    tiny = item_explanation(fn, left, right, cme_lambda=1e-9)
     assert np.abs(tiny.values[:, null]).max() < 1e-6 * np.abs(tiny.values).max()
 
 
@@ -125,7 +145,7 @@ def test_null_player_flat_kernel():
     # kernel still tells rows apart at the regulariser's scale.
     fn = random_preference_function("gpm", 12, groups=GROUPS, seed=11)
     flat = with_constant_group(fn, 3, lengthscale=1e8)
-    e = explain_items(flat, *duels(12, 6, seed=12), cme_lambda=1e-7)
+    e = item_explanation(flat, *duels(12, 6, seed=12), cme_lambda=1e-7)
     assert np.abs(e.values[:, 3]).max() < 1e-4 * np.abs(e.values).max()
 
 
@@ -139,7 +159,7 @@ def test_symmetry_of_identical_groups():
         arr[:, 2] = arr[:, 0]
     ls[2] = ls[0]
     twin = dataclasses.replace(fn, items=items, centres_left=cl, centres_right=cr, lengthscales=ls)
-    e = explain_items(twin, *duels(12, 8, seed=14))
+    e = item_explanation(twin, *duels(12, 8, seed=14))
     assert np.abs(e.values[:, 0]).max() > 1e-3
     np.testing.assert_allclose(e.values[:, 0], e.values[:, 2], atol=1e-12)
 
@@ -149,12 +169,12 @@ def test_sampled_values_converge_to_exact():
     fn = random_preference_function("gpm", 14, n_centres=20, groups=groups, seed=15, levels=3)
     left, right = duels(14, 6, seed=16)
     p = fn.item_space.n_groups
-    exact = explain_items(fn, left, right)
-    # The game's values once (canonical duels as the explainer forms them), then
-    # the estimator on many samples of it.
+    exact = item_explanation(fn, left, right)
+    # The game's values once (duels oriented by pool row; a swap only negates every
+    # value, exactly), then the estimator on many samples of it.
     a, b = np.minimum(left, right), np.maximum(left, right)
     sign = np.where(left > right, -1.0, 1.0)[:, None]
-    values = ItemGame(fn, fn.items, Compute()).values(all_coalitions(p).masks, a, b)
+    values = item_values(fn, all_coalitions(p).masks, a, b)
     v_empty, v_full = np.zeros(len(a)), exact.outputs * sign[:, 0]
 
     def sampled(n, seed):
@@ -165,7 +185,7 @@ def test_sampled_values_converge_to_exact():
         return phi * sign, se
 
     # The explainer's sampled path is this estimator on the same coalitions.
-    via_explainer = explain_items(fn, left, right, max_exact_players=0, n_samples=40, seed=3)
+    via_explainer = item_explanation(fn, left, right, max_exact_players=0, n_samples=40, seed=3)
     np.testing.assert_allclose(via_explainer.values, sampled(40, 3)[0], atol=1e-12)
     errors, ses = [], []
     for n in (20, 40, 80):  # above p - 1 = 6 unknowns, or nothing is identified
@@ -175,6 +195,6 @@ def test_sampled_values_converge_to_exact():
     assert errors[0] > errors[1] > errors[2]
     assert ses[0] > ses[1] > ses[2]
     # Asking for at least every proper coalition gives the exact answer.
-    full = explain_items(fn, left, right, max_exact_players=0, n_samples=2**7 - 2)
+    full = item_explanation(fn, left, right, max_exact_players=0, n_samples=2**7 - 2)
     np.testing.assert_allclose(full.values, exact.values, atol=1e-12)
     np.testing.assert_array_equal(full.standard_errors, 0.0)

@@ -7,9 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from prefshap_core import cache as cache_module
 from prefshap_core import workflow
-from prefshap_core.cache import CACHE_DIR_ENV, DiskCache, cache_dir, explanation_key
+from prefshap_core.cache import (
+    CACHE_DIR_ENV,
+    FORMAT_VERSION,
+    DiskCache,
+    cache_dir,
+    explanation_key,
+)
 from prefshap_core.datasets import load_dataset
+from prefshap_core.explain import CGOptions, ExplainOptions, LocalExecutor
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.paths import repo_root
 
@@ -106,7 +114,8 @@ def test_corrupt_entries_are_misses_and_get_rewritten(tmp_path: Path, damage: st
     elif damage == "missing-file":
         arrays.unlink()
     else:
-        meta.write_text(meta.read_text().replace('"format_version": 1', '"format_version": 0'))
+        current = f'"format_version": {FORMAT_VERSION}'
+        meta.write_text(meta.read_text().replace(current, '"format_version": 0'))
     assert cache.load_explanation("k") is None
     assert not entry.exists()  # removed, so the recomputed value can be stored
     assert cache.save_explanation("k", _explanation()) is not None
@@ -151,17 +160,27 @@ def test_keys_stay_inside_the_root(tmp_path: Path) -> None:
     assert entry is not None and (tmp_path / "root") in entry.parents
 
 
-def test_explanation_key_depends_on_everything_that_matters() -> None:
-    base = explanation_key("d", "s", "items", np.array([1, 2, 3]), seed=0)
-    assert base == explanation_key("d", "s", "items", np.array([1, 2, 3]), seed=0)
+def test_explanation_key_depends_on_everything_that_matters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    duels = np.array([1, 2, 3])
+    base = explanation_key("d", "s", duels, ExplainOptions())
+    assert base == explanation_key("d", "s", np.array([1, 2, 3]), ExplainOptions())
+    # Where the work runs never changes a number: executors are not in the key.
+    assert base == explanation_key("d", "s", duels, ExplainOptions(executor=LocalExecutor()))
     others = {
-        explanation_key("d2", "s", "items", np.array([1, 2, 3]), seed=0),
-        explanation_key("d", "s2", "items", np.array([1, 2, 3]), seed=0),
-        explanation_key("d", "s", "context", np.array([1, 2, 3]), seed=0),
-        explanation_key("d", "s", "items", np.array([1, 2, 4]), seed=0),
-        explanation_key("d", "s", "items", np.array([1, 2, 3]), seed=1),
+        explanation_key("d2", "s", duels, ExplainOptions()),
+        explanation_key("d", "s2", duels, ExplainOptions()),
+        explanation_key("d", "s", duels, ExplainOptions(what="context")),
+        explanation_key("d", "s", np.array([1, 2, 4]), ExplainOptions()),
+        explanation_key("d", "s", duels, ExplainOptions(seed=1)),
+        explanation_key("d", "s", duels, ExplainOptions(cme=CGOptions(tol=1e-6))),
+        explanation_key("d", "s", duels, ExplainOptions(), dtype="float32"),
+        explanation_key("d", "s", duels, ExplainOptions(), model="m2"),
     }
-    assert base not in others and len(others) == 5
+    monkeypatch.setattr(cache_module, "ENGINE_VERSION", "a later version")
+    others.add(explanation_key("d", "s", duels, ExplainOptions()))
+    assert base not in others and len(others) == 9
 
 
 def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -11,15 +11,15 @@ import pytest
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain.cme import (
-    DEFAULT_CME_LAMBDA,
-    CholeskySolver,
-    CMESystem,
-    CoalitionEmbedding,
+from prefshap_core.explain.cme.base import DEFAULT_CME_LAMBDA, CMEProblem, CMESystem
+from prefshap_core.explain.cme.embedding import CholeskySolver, CoalitionEmbedding
+from prefshap_core.explain.cme.regulariser import (
+    LambdaSearch,
+    choose_cme_lambda,
+    cme_lambda_scores,
 )
-from prefshap_core.explain.cme_lambda import choose_cme_lambda, cme_lambda_scores
-from prefshap_core.explain.coalitions import all_coalitions
 from prefshap_core.explain.reference import gamma_direct
+from prefshap_core.explain.shapley.coalitions import all_coalitions
 
 
 def problem(seed: int = 0, n: int = 15, levels: int = 2):
@@ -36,6 +36,18 @@ def problem(seed: int = 0, n: int = 15, levels: int = 2):
     return pool, weights, centres, queries, lengthscales, column_player
 
 
+def embedding(pool, weights, centres, ls, players, lam, compute):
+    cme = CMEProblem(
+        pool=pool,
+        pool_weights=weights,
+        centres=centres,
+        lengthscales=ls,
+        column_player=players,
+        cme_lambda=lam,
+    )
+    return CoalitionEmbedding(cme, compute)
+
+
 def dense_gamma(pool, weights, centres, queries, ls, column_player, mask, lam):
     expanded = np.repeat(pool, weights.astype(int), axis=0)
     cols = mask[column_player]
@@ -49,9 +61,10 @@ def test_gamma_matches_dense_formula(path, weighted, monkeypatch):
     pool, weights, centres, queries, ls, players = problem(seed=1)
     weights = weights if weighted else np.ones(len(pool))
     lam = 0.03
-    emb = CoalitionEmbedding(pool, weights, centres, queries, ls, players, lam, Compute())
+    emb = embedding(pool, weights, centres, ls, players, lam, Compute())
     masks = all_coalitions(4).masks
-    for mask, (gamma, column) in zip(masks, emb.gammas(masks), strict=True):
+    gammas = emb.gammas(masks, emb.bind(queries))
+    for mask, (gamma, column) in zip(masks, gammas, strict=True):
         got = gamma.numpy()[:, column]
         want = dense_gamma(pool, weights, centres, queries, ls, players, mask, lam)
         np.testing.assert_allclose(got, want, atol=1e-12, rtol=1e-10)
@@ -59,21 +72,23 @@ def test_gamma_matches_dense_formula(path, weighted, monkeypatch):
 
 def test_classes_really_merge_rows():
     pool, weights, centres, queries, ls, players = problem(seed=2, n=40, levels=2)
-    emb = CoalitionEmbedding(pool, weights, centres, queries, ls, players, 0.1, Compute())
-    co = emb._classes(np.array([True, False, False, False]))
+    emb = embedding(pool, weights, centres, ls, players, 0.1, Compute())
+    universe = emb.bind(queries)
+    co = universe.classes(np.array([True, False, False, False]))
     assert co.r == 2  # one binary column: two classes out of 40 rows
-    assert co.sc_first.shape[0] < len(emb.universe)
+    assert co.sc_first.shape[0] < len(universe.pool.rows)  # distinct pool and centre rows
 
 
 def test_float32_agrees():
     pool, weights, centres, queries, ls, players = problem(seed=3)
     masks = all_coalitions(4).masks[1:-1]
     lam = 0.05
-    g64 = CoalitionEmbedding(pool, weights, centres, queries, ls, players, lam, Compute())
-    g32 = CoalitionEmbedding(
-        pool, weights, centres, queries, ls, players, lam, Compute(dtype="float32")
+    g64 = embedding(pool, weights, centres, ls, players, lam, Compute())
+    g32 = embedding(pool, weights, centres, ls, players, lam, Compute(dtype="float32"))
+    pairs = zip(
+        g64.gammas(masks, g64.bind(queries)), g32.gammas(masks, g32.bind(queries)), strict=True
     )
-    for (a, ca), (b, cb) in zip(g64.gammas(masks), g32.gammas(masks), strict=True):
+    for (a, ca), (b, cb) in pairs:
         assert b.dtype == torch.float32
         np.testing.assert_allclose(b.numpy()[:, cb], a.numpy()[:, ca], atol=2e-5)
 
@@ -119,9 +134,10 @@ def test_solver_recovers_from_float32_indefiniteness():
 def test_lambda_scores_are_errors_and_choice_is_their_argmin():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(150, 4))
-    scores = cme_lambda_scores(x, np.ones(4), np.arange(4), seed=1)
+    search = LambdaSearch(seed=1)
+    scores = cme_lambda_scores(x, np.ones(4), np.arange(4), search=search)
     assert all(0.0 <= s <= 1.0 + 1e-9 for s in scores.values())
-    chosen = choose_cme_lambda(x, np.ones(4), np.arange(4), seed=1)
+    chosen = choose_cme_lambda(x, np.ones(4), np.arange(4), search=search)
     assert chosen == min(scores, key=scores.get)
 
 
@@ -133,8 +149,9 @@ def test_lambda_follows_dependence():
     copies = np.hstack([base, base])
     noise = rng.normal(size=(200, 4))
     groups = np.array([0, 1, 2, 3])
-    dependent = choose_cme_lambda(copies, np.ones(4), groups, seed=0)
-    independent = choose_cme_lambda(noise, np.ones(4), groups, seed=0)
+    search = LambdaSearch(seed=0)
+    dependent = choose_cme_lambda(copies, np.ones(4), groups, search=search)
+    independent = choose_cme_lambda(noise, np.ones(4), groups, search=search)
     assert dependent < independent
 
 

@@ -11,6 +11,7 @@ from test_dashboard_support import (
     goto,
     new_app,
     sample_upload,
+    shown,
     texts,
 )
 
@@ -127,12 +128,12 @@ def test_broken_uploads_are_explained_not_raised(
         new_app(), items, duels, items_name="my_items.csv", duels_name="my_duels.csv"
     )
     assert not at.exception
-    errors = [str(e.value) for e in at.error]
+    errors = [shown(e.value) for e in at.error]
     assert len(errors) == 1, errors
     for part in expected:
         assert part in errors[0], (part, errors[0])
     # The demo stays the active dataset and still works.
-    assert "Synthetic clusters (demo" in "\n".join(str(m.value) for m in at.sidebar.markdown)
+    assert "Synthetic clusters (demo" in "\n".join(shown(m.value) for m in at.sidebar.markdown)
     at = goto(at, "explain")
     assert_clean(at)
 

@@ -12,6 +12,7 @@ from test_dashboard_support import (
     new_app,
     sample_upload,
     settle,
+    shown,
     texts,
 )
 
@@ -116,7 +117,7 @@ def test_duel_by_id() -> None:
     box = next(t for t in at.text_input if t.label == "Duel id")
     box.set_value("no-such-duel").run()
     assert not at.exception
-    assert any("no-such-duel" in str(e.value) for e in at.error)
+    assert any("no-such-duel" in shown(e.value) for e in at.error)
     assert at.session_state["selected_duel"][fp][0] == 16  # duel ids are 1-based rows here
 
 

@@ -8,6 +8,7 @@ pytest run, so the first-screen demo is trained once per run, not once per test.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,12 +78,17 @@ def assert_clean(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error] + [c.value for c in at.get("code")]
 
 
+def shown(markdown: object) -> str:
+    """The text a Markdown source shows: user strings in it are backslash-escaped."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown))
+
+
 def texts(at: AppTest) -> str:
     """All visible text of the main area (markdown, captions, alerts, headings)."""
     parts = []
     for kind in ("title", "header", "subheader", "markdown", "caption", "info", "success",
                  "warning", "error"):  # fmt: skip
-        parts.extend(str(e.value) for e in at.get(kind))
+        parts.extend(shown(e.value) for e in at.get(kind))
     return "\n".join(parts)
 
 

@@ -11,6 +11,7 @@ from test_dashboard_support import (
     new_app,
     sample_upload,
     settle,
+    shown,
     texts,
 )
 
@@ -69,7 +70,7 @@ def test_training_shows_progress_and_can_be_cancelled() -> None:
     # engine checks for cancellation at its first progress checkpoint, so a click
     # right away stops it deterministically.
     progress = at.get("progress")
-    assert progress and "Training C-GPM on Upload" in progress[0].proto.text
+    assert progress and "Training C-GPM on Upload" in shown(progress[0].proto.text)
     next(b for b in at.button if b.label == "Cancel").click().run()
     at = settle(at)
     assert_clean(at)

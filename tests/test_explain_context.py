@@ -11,12 +11,17 @@ import pytest
 
 from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
-from prefshap_core.explain import explain_context, explain_items
-from prefshap_core.explain.cme import CoalitionEmbedding
+from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain.cme.embedding import CoalitionEmbedding
 from prefshap_core.explain.reference import context_shapley, random_preference_function
 
 ITEM_GROUPS = [("a", 1), ("type", 3), ("b", 1)]
 CONTEXT_GROUPS = [("indoor", 1), ("surface", 3), ("altitude", 1)]
+
+
+def explain(fn, left, right, contexts, *, compute=None, call=None, **options):
+    explainer = Explainer(fn, ExplainOptions(what="context", **options), compute=compute)
+    return explainer(left, right, contexts=contexts, **(call or {}))
 
 
 def make(seed: int):
@@ -42,7 +47,7 @@ def make(seed: int):
 def test_matches_reference(path, seed, monkeypatch):
     monkeypatch.setattr(CoalitionEmbedding, "path", path)
     fn, left, right, contexts = make(seed)
-    e = explain_context(fn, left, right, contexts)
+    e = explain(fn, left, right, contexts)
     assert e.kind == "context" and e.player_names == ("indoor", "surface", "altitude")
     assert np.abs(e.values).max() > 1e-4
     for i in range(len(left)):
@@ -56,8 +61,8 @@ def test_matches_reference(path, seed, monkeypatch):
 
 def test_base_value_is_the_item_explanations_output():
     fn, left, right, contexts = make(2)
-    ctx = explain_context(fn, left, right, contexts)
-    items = explain_items(fn, left, right)
+    ctx = explain(fn, left, right, contexts)
+    items = Explainer(fn)(left, right)
     np.testing.assert_array_equal(ctx.base_values, items.outputs)
     np.testing.assert_allclose(
         ctx.outputs, fn.decision(fn.items[left], fn.items[right], contexts), atol=1e-12
@@ -67,19 +72,18 @@ def test_base_value_is_the_item_explanations_output():
 
 def test_lambda_override_and_float32():
     fn, left, right, contexts = make(3)
-    e64 = explain_context(fn, left, right, contexts, context_cme_lambda=0.3)
+    e64 = explain(fn, left, right, contexts, cme_lambda=0.3)
     for i in range(3):
         phi, _, _ = context_shapley(fn, fn.items[left[i]], fn.items[right[i]], contexts[i], 0.3)
         np.testing.assert_allclose(e64.values[i], phi, atol=1e-8)
-    e32 = explain_context(
-        fn, left, right, contexts, context_cme_lambda=0.3, compute=Compute(dtype="float32")
-    )
+    e32 = explain(fn, left, right, contexts, cme_lambda=0.3, compute=Compute(dtype="float32"))
     np.testing.assert_allclose(e32.values, e64.values, atol=1e-5)
 
 
 def test_context_values_and_labels_do_not_flip():
     fn, left, right, contexts = make(4)
-    e = explain_context(fn, left, right, contexts, winners=np.where(left < right, 1, -1))
+    winners = np.where(left < right, 1, -1)
+    e = explain(fn, left, right, contexts, call={"winners": winners})
     space = fn.context_space
     raw = space.to_raw(contexts)
     np.testing.assert_allclose(e.context_values[:, 0], raw[:, 0])
@@ -94,20 +98,20 @@ def test_context_values_and_labels_do_not_flip():
 def test_bad_inputs():
     fn, left, right, contexts = make(5)
     with pytest.raises(DataValidationError, match="contexts must be"):
-        explain_context(fn, left, right, contexts[:, :2])
+        explain(fn, left, right, contexts[:, :2])
     gpm = random_preference_function("gpm", n_items=6)
     with pytest.raises(ValueError, match="C-GPM"):
-        explain_context(gpm, [0], [1], np.zeros((1, 2)))
+        explain(gpm, [0], [1], np.zeros((1, 2)))
 
 
 def test_sampled_context():
     fn, left, right, contexts = make(6)
-    exact = explain_context(fn, left, right, contexts)
+    exact = explain(fn, left, right, contexts)
     # Three players have 6 proper coalitions: asking for all of them is exact ...
-    full = explain_context(fn, left, right, contexts, max_exact_players=0, n_samples=6)
+    full = explain(fn, left, right, contexts, max_exact_players=0, n_samples=6)
     np.testing.assert_allclose(full.values, exact.values, atol=1e-12)
     # ... and a sampled pair keeps efficiency exact, with standard errors reported.
-    some = explain_context(fn, left, right, contexts, max_exact_players=0, n_samples=2)
-    assert some.meta["method"] == "sampled" and some.meta["n_coalitions"] == 2
+    some = explain(fn, left, right, contexts, max_exact_players=0, n_samples=2)
+    assert some.meta["shapley"] == "sampled" and some.meta["n_coalitions"] == 2
     assert some.efficiency_gap() < 1e-12
     assert some.standard_errors.shape == some.values.shape

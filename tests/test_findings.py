@@ -9,6 +9,7 @@ import pytest
 
 from prefshap_core.datasets.registry import load_dataset
 from prefshap_core.datasets.synthetic import synthetic_clusters
+from prefshap_core.explain import ExplainOptions
 from prefshap_core.workflow import (
     TrainSettings,
     duels_between_groups,
@@ -58,7 +59,8 @@ def test_djokovic_losses_items_and_context(data_dir):
     losses = duels_of_item(data, "d643", "losses")
     assert len(losses) == 154
     items = explain_duels(result.function, data, losses).losses_of("d643")
-    context = explain_duels(result.function, data, losses, what="context").losses_of("d643")
+    in_context = ExplainOptions(what="context")
+    context = explain_duels(result.function, data, losses, in_context).losses_of("d643")
     assert items.n_duels == context.n_duels == 154
     assert np.all(items.winners < 0) and set(items.left_ids) == {"d643"}
     assert items.efficiency_gap() < 1e-9 and context.efficiency_gap() < 1e-9

@@ -7,11 +7,18 @@ from prefshap_core.data.build import load_directory
 from prefshap_core.data.duel_data import split_duels
 from prefshap_core.datasets.synthetic import synthetic_clusters
 from prefshap_core.errors import DataValidationError, NotFittedError
+from prefshap_core.explain import (
+    DEFAULT_CME_LAMBDA,
+    DEFAULT_CONTEXT_CME_LAMBDA,
+    LambdaSearch,
+    choose_cme_lambda,
+)
+from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.metrics import roc_auc
 from prefshap_core.models.estimators import CGPM, GPM, UPM
 from prefshap_core.models.model_file import load_model, save_model
 from prefshap_core.paths import repo_root
-from prefshap_core.workflow import TrainSettings, train
+from prefshap_core.workflow import TrainSettings, choose_cme_regularisers, train
 
 FAST = dict(n_centres=300, penalty_path=(1e-3, 1e-5, 1e-7), cg_iterations=(10, 15, 20))
 
@@ -35,7 +42,8 @@ def test_fit_returns_self_with_learned_attributes(clusters, fitted_gpm):
     assert model.lengthscale_scale_ == 2.0
     assert model.penalty is None and model.penalty_ in FAST["penalty_path"]
     assert model.function_.kind == "gpm" and len(model.function_.alpha) == 300
-    assert model.cme_lambda_ > 0
+    # Fitting needs no explainer: the CME regulariser is chosen by the workflow.
+    assert model.cme_lambda_ == DEFAULT_CME_LAMBDA
     assert model.search_.selection == "holdout"
     assert len(model.search_.points) == 3  # one per penalty of the path
     g = model.decision_function(data, split.test)
@@ -141,6 +149,29 @@ def test_train_workflow_reports_metrics_baseline_and_rankability(clusters):
     report = result.to_json()
     assert report["model"] == "gpm" and report["n_test"] == len(result.split.test)
     assert report["seconds"]["total"] >= report["seconds"]["fit"]
+    # The explanations' regulariser: the held-out choice, written into the model.
+    fn = result.function
+    held_out = choose_cme_lambda(
+        fn.items, fn.lengthscales, fn.item_space.feature_group, search=LambdaSearch(seed=3)
+    )
+    assert fn.cme_lambda == held_out and fn.metadata["cme_lambda"] == held_out
+
+
+def test_workflow_chooses_context_regulariser_and_keeps_the_users():
+    fn = random_preference_function("cgpm", n_items=20, n_contexts=9, seed=4)
+    chosen = choose_cme_regularisers(fn, TrainSettings(kind="cgpm", seed=5))
+    assert chosen.context_cme_lambda == choose_cme_lambda(
+        fn.contexts,
+        fn.context_lengthscales,
+        fn.context_space.feature_group,
+        weights=fn.context_weights,
+        search=LambdaSearch(seed=5),
+        fallback=DEFAULT_CONTEXT_CME_LAMBDA,
+    )
+    assert chosen.context_cme_lambda in LambdaSearch().candidates  # scored, not the fallback
+    users = TrainSettings(kind="cgpm", cme_lambda=0.3, context_cme_lambda=0.2)
+    kept = choose_cme_regularisers(fn, users)
+    assert (kept.cme_lambda, kept.context_cme_lambda) == (fn.cme_lambda, fn.context_cme_lambda)
 
 
 def test_falkon_backend_is_optional_and_says_so(clusters):

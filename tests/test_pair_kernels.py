@@ -8,8 +8,8 @@ import torch
 
 import prefshap_core.kernels.pair as pair_module
 from prefshap_core.compute import Compute
+from prefshap_core.kernels.operator import BlockedKernelOperator, signed_incidence_sum
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
-from prefshap_core.solvers.operator import BlockedKernelOperator, signed_incidence_sum
 
 N_ITEMS, D, P, D_CTX = 12, 3, 5, 2
 

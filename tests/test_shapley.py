@@ -11,15 +11,15 @@ import math
 import numpy as np
 import pytest
 
-from prefshap_core.explain.coalitions import (
+from prefshap_core.explain.reference import shapley_by_subsets
+from prefshap_core.explain.shapley import ExactShapley, KernelShapley, exact_shapley_matrix
+from prefshap_core.explain.shapley.coalitions import (
     all_coalitions,
     bits_from_masks,
     kernel_weights,
     masks_from_bits,
     sample_paired_coalitions,
 )
-from prefshap_core.explain.reference import shapley_by_subsets
-from prefshap_core.explain.shapley import ExactShapley, KernelShapley, exact_shapley_matrix
 
 
 def random_game(p: int, n_duels: int, seed: int, additive: bool = False) -> np.ndarray:

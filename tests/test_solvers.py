@@ -11,12 +11,12 @@ import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.errors import CancelledError
+from prefshap_core.kernels.operator import dense_operator
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.progress import Progress
 from prefshap_core.solvers import SolverError, SolverOptions, fit_logistic, fit_squared
 from prefshap_core.solvers.cg import conjugate_gradient
 from prefshap_core.solvers.logistic import logistic_objective
-from prefshap_core.solvers.operator import dense_operator
 from prefshap_core.solvers.preconditioner import FalkonPreconditioner, triangular_gram
 
 N_ITEMS, N_DUELS = 40, 240

@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import services, state
 from dashboard.components.export import figure_exports, file_stem
 from dashboard.components.progress import job_outcome, job_panel
+from dashboard.components.text import md
 from dashboard.jobs import Job
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interaction_explanation import InteractionExplanation
@@ -36,7 +37,7 @@ def require_model() -> tuple[state.LoadedData, state.TrainedModel] | None:
         return None
     model = state.model_for(loaded)
     if model is None:
-        st.info(f"No model on **{loaded.title}** yet: train one first.")
+        st.info(f"No model on **{md(loaded.title)}** yet: train one first.")
         st.page_link("views/train.py", label="Go to Train", icon=":material/model_training:")
         return None
     return loaded, model

@@ -9,11 +9,10 @@ interactive HTML (which also saves as an image from any browser).
 
 from __future__ import annotations
 
-import re
-
 import plotly.graph_objects as go
 import streamlit as st
 
+from prefshap_core.csv_safety import safe_file_name
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.models.model_file import model_to_bytes
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -29,7 +28,7 @@ from prefshap_core.plots import (
 def file_stem(*parts: str) -> str:
     """A safe file name from readable parts, e.g. 'beehive_novak-djokovic_losses'."""
     text = "_".join(p for p in parts if p)
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_").lower() or "figure"
+    return safe_file_name(text, "figure").strip("-_").lower() or "figure"
 
 
 def figure_exports(fig: go.Figure, stem: str, *, expl: Explanation | None = None, key: str) -> None:
@@ -103,10 +102,11 @@ def model_download(fn: PreferenceFunction, stem: str, *, key: str) -> None:
 
 
 def table_download(data: bytes, file_name: str, *, label: str = "CSV", key: str) -> None:
+    """A CSV download; ``data`` from ``csv_safety.to_csv_bytes`` (formula-safe)."""
     st.download_button(
         label,
         data=data,
-        file_name=file_name,
+        file_name=safe_file_name(file_name, "table.csv"),
         mime="text/csv",
         key=f"table:{key}",
         on_click="ignore",

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components.guard import run_guarded, show_error
+from dashboard.components.text import md
 from dashboard.jobs import Job
 
 POLL_SECONDS = 0.5
@@ -20,7 +21,7 @@ POLL_SECONDS = 0.5
 def describe(job: Job) -> str:
     """E.g. 'Training GPM: fitting (penalty 1e-3), 40% · 12 s elapsed · about 18 s left'."""
     update = job.update
-    parts = [job.label + (f": {update.stage}" if update is not None else ": starting")]
+    parts = [md(job.label) + (f": {md(update.stage)}" if update is not None else ": starting")]
     percent = 0 if update is None else round(100 * update.fraction)
     timing = f"{percent}% · {job.elapsed_s:.0f} s elapsed"
     if update is not None and update.eta_s is not None:
@@ -41,6 +42,7 @@ def _panel(job_key: str, compact: bool) -> None:
     job = state.job(job_key)
     if job is None:
         return
+    job.touch()  # polled twice a second while the tab is open (jobs.ABANDON_AFTER_S)
     if job.finished:
         st.rerun()  # the whole app: the page now shows the result (or the failure)
     # A fragment rerun does not pass through the page's guard: guard it here.
@@ -74,7 +76,7 @@ def job_outcome(job: Job, *, what: str) -> bool:
     if job.state == "done":
         return True
     if job.state == "cancelled":
-        st.info(f"{what} was cancelled after {job.elapsed_s:.0f} s.", icon=":material/cancel:")
+        st.info(f"{md(what)} was cancelled after {job.elapsed_s:.0f} s.", icon=":material/cancel:")
     elif job.state == "failed" and job.error is not None:
         show_error(job.error, job.error_details)
     return False

@@ -6,8 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import sources, state
-from dashboard.components.guard import run_guarded, show_error
+from dashboard.components.guard import run_guarded, show_error, without_paths
 from dashboard.components.tables import paginated
+from dashboard.components.text import md
 from prefshap_core.errors import PrefShapError
 
 FORMAT_HELP = """
@@ -92,11 +93,12 @@ def _upload() -> None:
         waiting = [n for n in ("items", "duels") if n not in uploads]
         st.info(f"Upload {' and '.join(f'{n}.csv' for n in waiting)} to continue.")
         return
-    names = f"{uploads['items'].name} + {uploads['duels'].name}"
+    names = f"{md(uploads['items'].name)} + {md(uploads['duels'].name)}"
     try:
         loaded = sources.load_upload(uploads["items"], uploads["duels"])
     except PrefShapError as exc:
-        st.error(f"Could not use {names}.\n\n{exc}", icon=":material/error:")
+        message = md(without_paths(str(exc)))
+        st.error(f"Could not use {names}.\n\n{message}", icon=":material/error:")
         loaded = None
     if loaded is not None:
         active = state.active()
@@ -117,7 +119,7 @@ def _upload() -> None:
 
 def _summary(loaded: state.LoadedData) -> None:
     data = loaded.data
-    st.subheader(loaded.title)
+    st.subheader(md(loaded.title))
     c = st.columns(4)
     c[0].metric("Items", f"{data.n_items:,}")
     c[1].metric("Duels", f"{data.n_duels:,}")
@@ -163,11 +165,11 @@ def _summary(loaded: state.LoadedData) -> None:
     if report.dropped_duels:
         st.warning(
             f"{report.dropped_duels:,} duel rows were dropped:\n\n"
-            + "\n".join(f"- {r}" for r in report.dropped_reasons)
+            + "\n".join(f"- {md(r)}" for r in report.dropped_reasons)
         )
     with st.expander("Notes from reading the data"):
         for note in report.notes:
-            st.markdown(f"- {note}")
+            st.markdown(f"- {md(note)}")
 
     items_tab, duels_tab = st.tabs(["Items preview", "Duels preview"])
     with items_tab:

@@ -11,6 +11,7 @@ from dashboard import services, state
 from dashboard.components.explanations import PLOT_CONFIG, fetch, require_model
 from dashboard.components.export import figure_exports, file_stem, table_download
 from dashboard.components.guard import run_guarded
+from dashboard.components.text import md
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import explanation_to_csv, waterfall
 from prefshap_core.plots.waterfall import sigmoid
@@ -31,7 +32,7 @@ def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int
     if typed.strip() and typed.strip() != str(data.duel_ids[duel]):
         hits = np.flatnonzero(data.duel_ids == typed.strip())
         if len(hits) == 0:
-            c[0].error(f"No duel has the id {typed.strip()!r}.")
+            c[0].error(f"No duel has the id {md(repr(typed.strip()))}.")
         else:
             state.select_duel(loaded, int(hits[0]), None)
             st.rerun()
@@ -76,7 +77,7 @@ def render() -> None:
         "Seen from",
         ids,
         index=ids.index(seen_from),
-        format_func=lambda i: labels[i] + (" (winner)" if i == winner else ""),
+        format_func=lambda i: md(labels[i]) + (" (winner)" if i == winner else ""),
         horizontal=True,
         key=f"duel:pov:{loaded.fingerprint}:{duel}",
     )
@@ -87,9 +88,9 @@ def render() -> None:
         else None
     )
     st.caption(
-        f"Duel {data.duel_ids[duel]}: {labels[ids[0]]} vs {labels[ids[1]]}"
-        + (f" · context: {context}" if context else "")
-        + f" · winner: {labels[winner]}"
+        f"Duel {md(data.duel_ids[duel])}: {md(labels[ids[0]])} vs {md(labels[ids[1]])}"
+        + (f" · context: {md(context)}" if context else "")
+        + f" · winner: {md(labels[winner])}"
         + (" · held-out test duel" if np.any(model.result.split.test == duel) else "")
     )
 
@@ -108,13 +109,13 @@ def render() -> None:
     ctx_view = ctx.from_point_of_view(seen_from) if ctx is not None else None
     g = float((ctx_view if ctx_view is not None else items_view).outputs[0])
     c = st.columns(3)
-    c[0].metric(f"P({labels[seen_from]} wins)", f"{sigmoid(g):.1%}")
-    c[1].metric(f"P({labels[other]} wins)", f"{1 - sigmoid(g):.1%}")
+    c[0].metric(f"P({md(labels[seen_from])} wins)", f"{sigmoid(g):.1%}")
+    c[1].metric(f"P({md(labels[other])} wins)", f"{1 - sigmoid(g):.1%}")
     c[2].metric("Preference g", f"{g:+.3f}", help="Positive favours the side it is seen from.")
     if ctx_view is not None:
         g_bar = float(items_view.outputs[0])
         st.caption(
-            f"Averaged over all contexts the model gives {labels[seen_from]} "
+            f"Averaged over all contexts the model gives {md(labels[seen_from])} "
             f"{sigmoid(g_bar):.1%}; this duel's context moves it to {sigmoid(g):.1%}."
         )
     fig = waterfall(items_view, ctx_view)

@@ -17,6 +17,7 @@ from dashboard.components.explanations import (
 )
 from dashboard.components.export import figure_exports, file_stem, table_download
 from dashboard.components.guard import run_guarded
+from dashboard.components.text import md
 from prefshap_core import workflow
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
@@ -87,7 +88,7 @@ def render() -> None:
         return
     loaded, model = ready
     st.caption(
-        f"{services.model_title(model.kind)} on **{loaded.title}**. Each point is a duel seen "
+        f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Each point is a duel seen "
         "from its winner: right of zero, the feature helped the winner; red, the winner had "
         "more of it."
     )

@@ -17,7 +17,9 @@ from dashboard.components.explanations import (
 from dashboard.components.export import figure_exports, file_stem, table_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.tables import paginated
+from dashboard.components.text import md
 from prefshap_core import workflow
+from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.plots import own_vs_opponents
 from prefshap_core.plots.own_vs_opponents import side_totals
 
@@ -82,7 +84,9 @@ def render() -> None:
     data = loaded.data
     item_id = _pick_item(loaded)
     record = workflow.item_record(data, item_id)
-    st.subheader(record.label if record.label == item_id else f"{record.label} ({item_id})")
+    st.subheader(
+        md(record.label) if record.label == item_id else f"{md(record.label)} ({md(item_id)})"
+    )
     _record(record)
     if record.n_duels == 0:
         st.info("This item has no duels.")
@@ -94,11 +98,12 @@ def render() -> None:
     )  # fmt: skip
     duels = workflow.duels_of_item(data, item_id, outcome=view)
     st.caption(
-        f"{VIEWS[view]} of {record.label}, explained from its point of view: right of "
-        f"zero, the feature pushed towards {record.label}; red, {record.label} had more of it."
+        f"{VIEWS[view]} of {md(record.label)}, explained from its point of view: right of "
+        f"zero, the feature pushed towards {md(record.label)}; red, {md(record.label)} had "
+        "more of it."
     )
     if len(duels) == 0:
-        st.info(f"{record.label} has no {VIEWS[view].lower()}.")
+        st.info(f"{md(record.label)} has no {VIEWS[view].lower()}.")
     else:
         whats = ["items", "context"] if model.kind == "cgpm" else ["items"]
         tabs = st.tabs(["Item features", "Context features"][: len(whats)])
@@ -168,7 +173,7 @@ def _own_vs_opponents(
 
 
 def _duel_table(loaded: state.LoadedData, record: workflow.ItemRecord, view: str) -> None:
-    st.markdown(f"**{VIEWS[view]} of {record.label}** — select a row to open the duel")
+    st.markdown(f"**{VIEWS[view]} of {md(record.label)}** — select a row to open the duel")
     table: pd.DataFrame = record.duels
     if view in RESULT_OF_VIEW:
         table = table[table["result"] == RESULT_OF_VIEW[view]]
@@ -191,7 +196,7 @@ def _duel_table(loaded: state.LoadedData, record: workflow.ItemRecord, view: str
     )
     with c[1]:
         table_download(
-            table.to_csv(index=False).encode("utf-8"),
+            to_csv_bytes(table),
             f"{record.item_id}_{view}_duels.csv",
             label="Duels (CSV)",
             key=f"duels:{record.item_id}:{view}",

@@ -12,6 +12,7 @@ from dashboard import services, state
 from dashboard.components.export import file_stem, model_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.progress import job_outcome, job_panel
+from dashboard.components.text import md
 from prefshap_core.compute import default_compute
 from prefshap_core.workflow import TrainSettings
 
@@ -138,7 +139,8 @@ def _lengthscales_input(label: str, columns: tuple[str, ...], key: str) -> tuple
         placeholder="automatic (median heuristic x scale)",
         key=key,
         persist_state=state.PERSIST,
-        help="In model space (standardised columns), in this order: " + ", ".join(columns),
+        help="In model space (standardised columns), in this order: "
+        + ", ".join(md(c) for c in columns),
     ).strip()
     if not text:
         return None
@@ -150,7 +152,7 @@ def _lengthscales_input(label: str, columns: tuple[str, ...], key: str) -> tuple
     if len(values) != len(columns) or min(values) <= 0:
         st.error(
             f"{label}: give {len(columns)} positive numbers (one per column: "
-            f"{', '.join(columns)}); got {len(values)}. Using automatic ones."
+            f"{', '.join(md(c) for c in columns)}); got {len(values)}. Using automatic ones."
         )
         return None
     return values
@@ -189,7 +191,7 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
     test = result.metrics["test"]
     upm = result.baseline_metrics
     source = "loaded from the cache" if model.from_cache else f"{result.seconds['total']:.1f} s"
-    st.subheader(f"{kind} on {loaded.title}")
+    st.subheader(f"{kind} on {md(loaded.title)}")
     st.caption(
         f"Held-out test split: {len(result.split.test):,} duels (trained on "
         f"{len(result.split.train):,}, tuned on {len(result.split.validation):,}) · {source}"
@@ -252,7 +254,7 @@ def render() -> None:
         st.info("Choose or upload a dataset first.")
         st.page_link("views/data.py", label="Go to Data", icon=":material/table_view:")
         return
-    st.caption(f"Dataset: **{loaded.title}** · {loaded.data.n_duels:,} duels")
+    st.caption(f"Dataset: **{md(loaded.title)}** · {loaded.data.n_duels:,} duels")
     settings = _settings_form(loaded)
     job = state.job(services.training_job_key(loaded))
     running = job is not None and not job.finished

@@ -33,13 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
+    except CancelledError:  # before PrefShapError: it is one
+        print(f"prefshap {args.command}: cancelled", file=sys.stderr)
+        return 130
     except (PrefShapError, ValueError, KeyError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"prefshap {args.command}: error: {message}", file=sys.stderr)
         return 2
-    except CancelledError:
-        print(f"prefshap {args.command}: cancelled", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

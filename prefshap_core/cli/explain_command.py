@@ -39,6 +39,7 @@ import pandas as pd
 
 from prefshap_core.cli._output import stderr_progress
 from prefshap_core.compute import Compute
+from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.csv_io import read_table, row_numbers
 from prefshap_core.data.encoding import EncodingSpec, encode_rows
 from prefshap_core.errors import DataValidationError
@@ -97,6 +98,12 @@ def run(args: argparse.Namespace) -> int:
         check_interaction_groups(fn.item_space.n_groups)
     if args.what == "context" and fn.kind != "cgpm":
         raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
+    for old, new in fn.metadata.get("renamed_players", {}).items():
+        print(
+            f"prefshap explain: note: player '{old}' is called '{new}' in {args.out}: "
+            "its name is an export column",
+            file=sys.stderr,
+        )
     file_name = Path(args.duels).name
     table = read_table(Path(args.duels), file_name=file_name)
     duels = _Duels(
@@ -112,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         out, summary = _explanation(args, fn, duels, table, compute)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    out.to_csv(args.out, index=False, float_format="%.17g")
+    write_csv(out, args.out, float_format="%.17g")  # ids and headers formula-safe
     summary = {
         "duels": len(out),
         "what": args.what,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 import time
 
 from prefshap_core.cli._output import stderr_progress
@@ -81,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         baseline=args.baseline,
     )
-    result = train(data, settings, stderr_progress(args.quiet))
+    # stdout holds only the JSON line: anything a backend prints (falkon's own
+    # progress) goes to stderr with ours.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = train(data, settings, stderr_progress(args.quiet))
     save_model(result.function, args.out)
     report = result.to_json()
     report["seconds"] = {"load": load_seconds, **report["seconds"]}

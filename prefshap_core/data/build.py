@@ -26,6 +26,7 @@ from prefshap_core.data.duel_rows import (
     validate_duel_rows,
 )
 from prefshap_core.data.encoding import EncodedTable, EncodingSpec, encode_table, row_labels
+from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.errors import DataValidationError
 
 DUEL_COLUMNS = ("left", "right", "winner", "y", "duel_id")
@@ -126,6 +127,10 @@ def build_duel_data(
             max_categories=max_categories,
         )
     unique_contexts, context_index, context_labels = _unique_contexts(encoded_context)
+    check_dataset_names(
+        encoded_items.space, encoded_context.space if encoded_context else None,
+        items_file=items_file, duels_file=duels_file,
+    )  # fmt: skip
 
     raw_duels = pd.DataFrame(
         {

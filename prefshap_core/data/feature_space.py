@@ -50,15 +50,8 @@ class FeatureSpace:
         g = self.group_names.index(group) if isinstance(group, str) else int(group)
         return np.flatnonzero(self.feature_group == g)
 
-    def group_masks(self) -> np.ndarray:
-        """(n_groups, d) boolean: which columns belong to each group."""
-        return self.feature_group[None, :] == np.arange(self.n_groups)[:, None]
-
     def standardise(self, raw: np.ndarray) -> np.ndarray:
         return (np.asarray(raw, dtype=np.float64) - self.offset) / self.scale
 
     def to_raw(self, model: np.ndarray) -> np.ndarray:
         return np.asarray(model, dtype=np.float64) * self.scale + self.offset
-
-    def is_single_column_group(self, group: int) -> bool:
-        return int(np.sum(self.feature_group == group)) == 1

@@ -35,7 +35,7 @@ class GPMTruth:
 
 
 def synthetic_clusters(n_items: int = 1000, n_duels: int = 40000, seed: int = 0) -> DuelData:
-    """The clusters game of the paper's Sec. 4 (METHOD.md "Synthetic generator").
+    """The clusters game of the paper's Sec. 4 (the paper, Sec. 4; docs/method.md).
 
     Items: ``[x0, x_AB, x_AC, x_BC] ~ N(0, I_4)`` and a cluster uniform in {A, B, C}
     as its one-hot columns ``cluster_A, cluster_B, cluster_C``: three binary

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme.backends import CMEBackend, make_backend
@@ -50,6 +51,7 @@ from prefshap_core.explain.shapley import (
     KernelShapley,
     all_coalitions,
     choose_coalitions,
+    coalition_count,
 )
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -171,12 +173,17 @@ class Explainer:
         contexts = self._check_contexts(contexts, n)
         canon = canonical_duels(left_side.rows, right_side.rows, contexts)
         game = self._ensure_game(canon)
-        coalitions = choose_coalitions(
-            game.space.n_groups, options.exact_limit(), options.n_samples, options.seed
-        )
-        estimator = ExactShapley(coalitions) if coalitions.exact else KernelShapley(coalitions)
-        stage = f"explaining {options.what} features"
-        base_u, outputs_u, (phi_u, se_u) = self._run(canon, coalitions, estimator, progress, stage)
+        p = game.space.n_groups
+        need = self._memory_need(n, coalition_count(p, options.exact_limit(), options.n_samples))
+        with budget.reserve(need, f"Explaining {n:,} duels", budget.EXPLAIN_REDUCE):
+            coalitions = choose_coalitions(
+                p, options.exact_limit(), options.n_samples, options.seed
+            )
+            estimator = ExactShapley(coalitions) if coalitions.exact else KernelShapley(coalitions)
+            stage = f"explaining {options.what} features"
+            base_u, outputs_u, (phi_u, se_u) = self._run(
+                canon, coalitions, estimator, progress, stage
+            )
         sign = canon.sign
         values = phi_u[canon.inverse] * sign[:, None]
         standard_errors = se_u[canon.inverse]
@@ -236,10 +243,13 @@ class Explainer:
         contexts = self._check_contexts(contexts, len(left_side.rows))
         canon = canonical_duels(left_side.rows, right_side.rows, contexts)
         game = self._ensure_game(canon)
-        coalitions = all_coalitions(game.space.n_groups)
-        *_, table = self._run(
-            canon, coalitions, _ValueTable(), ensure_progress(progress), "coalition values"
-        )
+        p = game.space.n_groups
+        n = len(left_side.rows)
+        with budget.reserve(self._memory_need(n, 2**p), "Coalition values", budget.EXPLAIN_REDUCE):
+            coalitions = all_coalitions(p)
+            *_, table = self._run(
+                canon, coalitions, _ValueTable(), ensure_progress(progress), "coalition values"
+            )
         values = table[:, canon.inverse] * canon.sign[None, :]
         swap = getattr(game, "side_swap", None)
         if swap is not None:  # a swapped duel's coalition (S_l, S_r) is the canonical (S_r, S_l)
@@ -267,6 +277,18 @@ class Explainer:
             )
         return contexts
 
+    def _memory_need(self, n_duels: int, n_coalitions: int) -> int:
+        """Peak bytes of explaining ``n_duels`` duels (checked before allocating)."""
+        assert self._game is not None and self._backend is not None
+        problem = self._game.problem
+        n_features = self.function.item_space.n_features + (
+            0 if self.function.context_space is None else self.function.context_space.n_features
+        )
+        cme = self._backend.workspace_bytes(len(problem.pool), len(problem.centres), n_coalitions)
+        return budget.explain_bytes(
+            n_duels, self._game.space.n_groups, n_coalitions, cme, n_features
+        )
+
     def _ensure_game(self, canon: CanonicalDuels) -> Game:
         if self._game is not None:
             return self._game
@@ -289,14 +311,14 @@ class Explainer:
             assert canon.batch.contexts is not None
             n_queries = len(canon.batch.contexts)
         p = game.space.n_groups
-        coalitions = choose_coalitions(p, options.exact_limit(), options.n_samples, options.seed)
+        n_coalitions = coalition_count(p, options.exact_limit(), options.n_samples)
         # The side game embeds each side's coalitions, not the pairs: size the CMEs by them.
         n_embeddings = getattr(game, "n_embeddings", None)
         self._backend = make_backend(
             options.cme,
             game.problem,
             n_queries,
-            coalitions.n_coalitions if n_embeddings is None else n_embeddings(coalitions.masks),
+            n_coalitions if n_embeddings is None else n_embeddings(n_coalitions),
             self.compute,
             options.factor_cache_bytes,
         )

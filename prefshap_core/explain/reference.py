@@ -1,6 +1,6 @@
 """Slow, obviously-correct Pref-SHAP, for tests; and random problems to test on.
 
-Everything here is NumPy float64 straight from the formulas of METHOD.md: kernels
+Everything here is NumPy float64 straight from the formulas of docs/method.md: kernels
 by explicit differences, one dense ``n x n`` solve per duel and coalition over the
 full pool (duplicates and all), every centre evaluated, Shapley values by explicit
 sums over subsets. No unique rows, no deduplication, no gathers: the engine must
@@ -124,7 +124,7 @@ def shapley_by_subsets(value: Callable[[frozenset[int]], float], n_players: int)
 def item_value_of_players(
     fn: PreferenceFunction, x_l: np.ndarray, x_r: np.ndarray, lam: float
 ) -> Callable[[frozenset[int]], float]:
-    """v over player sets with METHOD.md's boundaries: v(empty) = 0, v(all) = g."""
+    """v over player sets with docs/method.md's boundaries: v(empty) = 0, v(all) = g."""
     space, p = fn.item_space, fn.item_space.n_groups
 
     def value(players: frozenset[int]) -> float:
@@ -223,6 +223,10 @@ def side_shapley(
 
 
 # -- random problems ---------------------------------------------------------------
+# Centre rows outside the pool in every random problem (the engine must handle both).
+_EXTRA_CENTRES = 2
+
+
 def random_feature_space(
     groups: list[tuple[str, int]], rng: np.random.Generator, n_rows: int, levels: int = 4
 ) -> tuple[FeatureSpace, np.ndarray]:
@@ -264,10 +268,9 @@ def random_preference_function(
     n_contexts: int = 5,
     seed: int = 0,
     levels: int = 3,
-    extra_centres: int = 2,
 ) -> PreferenceFunction:
     """A PreferenceFunction with random alpha, centres drawn from the pool (plus
-    ``extra_centres`` centre rows outside it) and random lengthscales: what a model
+    two centre rows outside it) and random lengthscales: what a model
     file gives, without training."""
     rng = np.random.default_rng(seed)
     groups = groups or [("a", 1), ("b", 1), ("type", 3), ("c", 1)]
@@ -275,7 +278,7 @@ def random_preference_function(
     d = space.n_features
     left, right = rng.integers(0, n_items, n_centres), rng.integers(0, n_items, n_centres)
     centres_left, centres_right = items[left].copy(), items[right].copy()
-    for k in range(min(extra_centres, n_centres)):
+    for k in range(min(_EXTRA_CENTRES, n_centres)):
         centres_left[k] += rng.normal(0, 0.3, d)
     fields: dict = {}
     if kind == "cgpm":
@@ -283,7 +286,7 @@ def random_preference_function(
         cspace, ctx = random_feature_space(context_groups, rng, n_contexts, 2)
         ctx, _ = np.unique(ctx, axis=0, return_inverse=True)
         cu = ctx[rng.integers(0, len(ctx), n_centres)].copy()
-        cu[: min(extra_centres, n_centres)] += rng.normal(0, 0.2, cspace.n_features)
+        cu[: min(_EXTRA_CENTRES, n_centres)] += rng.normal(0, 0.2, cspace.n_features)
         fields = {
             "context_space": cspace,
             "contexts": ctx,

@@ -20,14 +20,14 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.kernels.rbf import rbf_gram
-from prefshap_core.solvers.operator import (
+from prefshap_core.kernels.operator import (
     DEFAULT_CACHE_BUDGET_BYTES,
     BlockedKernelOperator,
     BlockFunction,
     DifferenceOperator,
     KernelOperator,
 )
+from prefshap_core.kernels.rbf import rbf_gram
 
 PAIR_KINDS = ("gpm", "upm", "cgpm")
 IndexLike = torch.Tensor | np.ndarray | list[int]

@@ -11,7 +11,6 @@ import io
 import json
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,43 @@ import numpy as np
 
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.errors import ModelFileError
+from prefshap_core.models.model_checks import check_model_numbers, rename_reserved_players
 from prefshap_core.models.preference_function import KINDS, PreferenceFunction
+from prefshap_core.models.safe_npz import read_arrays
 
 FORMAT_VERSION = 1
+# Every array docs/model-format.md defines: the reader reads these and nothing else
+# (other members of a file are never decompressed). Optional ones may be absent.
+DOCUMENTED_ARRAYS = {
+    "format_version": "required",
+    "kind": "required",
+    "feature_names": "required",
+    "group_names": "required",
+    "feature_group": "required",
+    "item_ids": "required",
+    "items": "required",
+    "feature_offset": "required",
+    "feature_scale": "required",
+    "lengthscales": "required",
+    "centres_left": "required",
+    "centres_right": "required",
+    "alpha": "required",
+    "cme_lambda": "required",
+    "metadata": "optional",
+    "utility_weight": "optional",  # format 2 (issue 9): c >= 0; absent in version 1
+    "context_names": "cgpm",
+    "contexts": "cgpm",
+    "context_weights": "cgpm",
+    "context_lengthscales": "cgpm",
+    "centres_context": "cgpm",
+    "context_offset": "cgpm",
+    "context_scale": "cgpm",
+    "context_cme_lambda": "cgpm",
+    "context_group_names": "optional",
+    "context_feature_group": "optional",
+}
+# Longest metadata JSON read (it is informational; a deep or huge one is refused).
+_MAX_METADATA_CHARS = 1_000_000
 
 
 def model_arrays(fn: PreferenceFunction) -> dict[str, np.ndarray]:
@@ -86,16 +119,16 @@ def save_model(fn: PreferenceFunction, path: str | Path) -> Path:
 
 def load_model(source: str | Path | bytes) -> PreferenceFunction:
     """Read a model file (path or bytes); ModelFileError says what is wrong."""
-    name = "model file" if isinstance(source, bytes) else str(source)
+    name = "model file" if isinstance(source, bytes) else Path(source).name
+    arrays = read_arrays(source, name, DOCUMENTED_ARRAYS)
     try:
-        handle = io.BytesIO(source) if isinstance(source, bytes) else source
-        with np.load(handle, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except FileNotFoundError:
-        raise ModelFileError(f"{name}: no such file") from None
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
-        raise ModelFileError(f"{name}: not a readable .npz model file ({err})") from None
-    return _function_from_arrays(arrays, name)
+        fn = _function_from_arrays(arrays, name)
+    except ModelFileError:
+        raise
+    except ValueError as err:  # the arrays disagree in a way the reader did not name
+        raise ModelFileError(f"{name}: {err} (see docs/model-format.md)") from None
+    check_model_numbers(fn, name)
+    return rename_reserved_players(fn)
 
 
 # -- reading -------------------------------------------------------------------
@@ -200,10 +233,17 @@ def _function_from_arrays(arrays: dict[str, np.ndarray], name: str) -> Preferenc
         raise r.fail("'cme_lambda' must be positive")
     metadata: dict[str, Any] = {}
     if "metadata" in arrays:
+        text = r.text("metadata")
+        if len(text) > _MAX_METADATA_CHARS:
+            raise r.fail(f"'metadata' is longer than {_MAX_METADATA_CHARS:,} characters")
         try:
-            metadata = json.loads(r.text("metadata"))
+            metadata = json.loads(text)
         except json.JSONDecodeError as err:
             raise r.fail(f"'metadata' is not valid JSON ({err})") from None
+        except RecursionError:
+            raise r.fail("'metadata' is nested too deeply") from None
+        if not isinstance(metadata, dict):
+            raise r.fail("'metadata' must be a JSON object")
     fields: dict[str, Any] = dict(
         kind=kind,
         item_space=space,

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import plotly.graph_objects as go
 
+from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.errors import StaticExportUnavailable
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interaction_explanation import InteractionExplanation
@@ -328,9 +329,9 @@ def explanation_to_csv(expl: Explanation) -> bytes:
     """UTF-8 CSV of ``expl.to_frame``: one row per duel, one column per player, then
     ``se:<player>`` standard errors when the explanation has them."""
     frame = expl.to_frame(standard_errors=expl.standard_errors is not None)
-    return frame.to_csv(index=False).encode("utf-8")
+    return to_csv_bytes(frame)
 
 
 def interactions_to_csv(inter: InteractionExplanation) -> bytes:
     """UTF-8 CSV of ``inter.to_frame``: one row per duel, one ``<a>*<b>`` column per pair."""
-    return inter.to_frame().to_csv(index=False).encode("utf-8")
+    return to_csv_bytes(inter.to_frame())

@@ -4,9 +4,9 @@ The optional ``falkon`` package is reached only through
 :mod:`prefshap_core.solvers.falkon_backend`, which imports it when called.
 """
 
+from prefshap_core.kernels.operator import KernelOperator
 from prefshap_core.solvers.falkon import fit_squared
 from prefshap_core.solvers.logistic import fit_logistic
-from prefshap_core.solvers.operator import KernelOperator
 from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.solvers.result import NewtonStep, SolverError, SolveResult
 

@@ -14,6 +14,8 @@ report its CG iteration count, so ``iterations`` is the cap; no step callback.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -22,10 +24,10 @@ import numpy as np
 import torch
 
 from prefshap_core.errors import PrefShapError
+from prefshap_core.kernels.operator import KernelOperator
 from prefshap_core.kernels.pair import DuelIndex
 from prefshap_core.progress import Progress, ensure_progress
 from prefshap_core.solvers.falkon import as_targets
-from prefshap_core.solvers.operator import KernelOperator
 from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.solvers.result import SolveResult, check_finite
 
@@ -127,7 +129,8 @@ def fit_squared(
         maxiter=options.max_cg_iterations,
         options=fopt,
     )
-    model.fit(x, y_t)
+    with contextlib.redirect_stdout(sys.stderr):  # falkon prints progress on stdout
+        model.fit(x, y_t)
     return _result(op, model.alpha_, options.max_cg_iterations, options, start)
 
 
@@ -163,7 +166,8 @@ def fit_logistic(
         center_selection=selector,
         options=fopt,
     )
-    model.fit(x, y_t)
+    with contextlib.redirect_stdout(sys.stderr):  # falkon prints progress on stdout
+        model.fit(x, y_t)
     return _result(op, model.alpha_, sum(i for _, i in schedule), options, start)
 
 

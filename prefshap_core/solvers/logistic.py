@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from prefshap_core.kernels.operator import KernelOperator
 from prefshap_core.progress import Progress, ensure_progress
 from prefshap_core.solvers.cg import conjugate_gradient
 from prefshap_core.solvers.falkon import as_alpha, as_targets
-from prefshap_core.solvers.operator import KernelOperator
 from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.solvers.preconditioner import FalkonPreconditioner
 from prefshap_core.solvers.result import NewtonStep, SolverError, SolveResult, check_finite

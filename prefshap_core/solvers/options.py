@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from prefshap_core.solvers.operator import DEFAULT_CACHE_BUDGET_BYTES
+from prefshap_core.kernels.operator import DEFAULT_CACHE_BUDGET_BYTES
 
 
 @dataclass(frozen=True)

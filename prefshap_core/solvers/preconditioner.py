@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import torch
 
+from prefshap_core.progress import checkpoint
 from prefshap_core.solvers.result import SolverError
 
 _MAX_JITTER_TRIES = 12
@@ -129,17 +130,28 @@ class FalkonPreconditioner:
         return _mv(self._a().T, t_alpha)
 
 
+# Flops of one block of triangular_gram between two checkpoints: well under a second
+# even on a loaded core, so a cancel inside the preconditioner stops within 2 s.
+_BLOCK_FLOPS = 1e9
+
+
 def triangular_gram(
-    lower: torch.Tensor, weights: torch.Tensor | None = None, block: int = 256
+    lower: torch.Tensor,
+    weights: torch.Tensor | None = None,
+    block: int | None = None,
 ) -> torch.Tensor:
     """``L^T diag(w) L`` for lower-triangular ``L``, symmetric.
 
     By row blocks of ``L``, each touching only the columns left of its diagonal end:
-    about a third of the flops of a full GEMM.
+    about a third of the flops of a full GEMM. A cancel checkpoint runs between
+    blocks (default block: 256 rows, fewer for large ``L`` so each block stays short).
     """
     m = lower.shape[0]
+    if block is None:
+        block = int(min(256, max(8, _BLOCK_FLOPS / max(1, 2 * m * m))))
     out = torch.zeros_like(lower)
     for lo in range(0, m, block):
+        checkpoint()
         hi = min(lo + block, m)
         rows = lower[lo:hi, :hi]
         weighted = rows if weights is None else weights[lo:hi, None] * rows

@@ -6,9 +6,9 @@ options dataclass (:mod:`prefshap_core.explain.options`) by :func:`make_backend`
 :class:`CMEProblem`, an embedding with ``bind(queries)`` and ``gammas(masks,
 universe)``:
 
-* :class:`CholeskyBackend`: exact dense Cholesky; coalition factors kept in a
-  :class:`FactorCache` across calls;
+* :class:`CholeskyBackend`: exact dense Cholesky;
 * :class:`CGBackend`: exact to a tolerance, batched preconditioned CG, memory-bounded;
+  both keep each coalition's centre-side solution in a :class:`FactorCache`;
 * :class:`NystromBackend`: a low-rank approximation for very large pools.
 
 ``report()`` says what ran (and, for ``auto``, why) for ``Explanation.meta["cme"]``.
@@ -26,7 +26,7 @@ from prefshap_core.explain.cme.cache import FactorCache
 from prefshap_core.explain.cme.cg import CGReport, CGSolver
 from prefshap_core.explain.cme.embedding import CholeskySolver, CoalitionEmbedding
 from prefshap_core.explain.cme.nystrom import NystromEmbedding, NystromReport
-from prefshap_core.explain.cme.select import MethodChoice, choose_method
+from prefshap_core.explain.cme.select import MethodChoice, ProblemSizes, choose_method
 from prefshap_core.explain.options import (
     AutoOptions,
     CGOptions,
@@ -52,7 +52,16 @@ class CMEBackend(Protocol):
 
     def begin_call(self) -> None: ...
 
+    def workspace_bytes(self, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+        """Peak memory of embedding coalitions over ``n_rows`` distinct pool rows and
+        ``n_centres`` centre rows, kept factorizations included (for the budget)."""
+        ...
+
     def report(self) -> dict[str, Any]: ...
+
+
+def _kept_bytes(cache: FactorCache, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+    return min(cache.max_bytes, n_coalitions * n_rows * n_centres * 8)
 
 
 class CholeskyBackend:
@@ -70,7 +79,12 @@ class CholeskyBackend:
         return CoalitionEmbedding(problem, compute, solver, stats, self.cache)
 
     def begin_call(self) -> None:
-        pass
+        self.cache.begin_call()
+
+    def workspace_bytes(self, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+        # the Gram, its factor and a copy; the centre side and its solution
+        dense = (3 * n_rows * n_rows + 2 * n_rows * n_centres) * 8
+        return dense + _kept_bytes(self.cache, n_rows, n_centres, n_coalitions)
 
     def report(self) -> dict[str, Any]:
         return _with_choice({"method": self.name, "factor_cache": self.cache.report()}, self)
@@ -79,8 +93,9 @@ class CholeskyBackend:
 class CGBackend:
     name = "cg"
 
-    def __init__(self, options: CGOptions) -> None:
+    def __init__(self, options: CGOptions, cache_bytes: int) -> None:
         self.options = options
+        self.cache = FactorCache(cache_bytes)
         self.solver = CGSolver(
             tol=options.tol,
             max_iter=options.max_iter,
@@ -94,13 +109,21 @@ class CGBackend:
     def embedding(
         self, problem: CMEProblem, compute: Compute, stats: EngineStats | None
     ) -> CoalitionEmbedding:
-        return CoalitionEmbedding(problem, compute, self.solver, stats)
+        return CoalitionEmbedding(problem, compute, self.solver, stats, self.cache)
 
     def begin_call(self) -> None:
+        self.cache.begin_call()
         self.solver.report = CGReport(tolerance=self.options.tol)
 
+    def workspace_bytes(self, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+        # blocked products, the preconditioner's factor, iterates of every column
+        rank = self.options.preconditioner_rank
+        iterative = n_rows * (rank + 4 * n_centres) * 8
+        return iterative + _kept_bytes(self.cache, n_rows, n_centres, n_coalitions)
+
     def report(self) -> dict[str, Any]:
-        return _with_choice({"method": self.name, "cg": self.solver.report.as_dict()}, self)
+        report = {"method": self.name, "cg": self.solver.report.as_dict()}
+        return _with_choice({**report, "factor_cache": self.cache.report()}, self)
 
 
 class NystromBackend:
@@ -126,6 +149,10 @@ class NystromBackend:
         )
         self._embeddings.append(embedding)
         return embedding
+
+    def workspace_bytes(self, n_rows: int, n_centres: int, n_coalitions: int) -> int:
+        m = self.options.n_landmarks
+        return 2 * n_rows * (m + n_centres) * 8 + 2 * n_centres * m * 8
 
     def begin_call(self) -> None:
         for embedding in self._embeddings:
@@ -160,12 +187,11 @@ def make_backend(
     choice = None
     if isinstance(options, AutoOptions):
         n_rows = len(np.unique(np.asarray(problem.pool, dtype=np.float64), axis=0))
+        sizes = ProblemSizes(
+            n_rows, np.shape(problem.pool)[1], len(problem.centres), n_queries, n_coalitions
+        )
         choice = choose_method(
-            n_rows,
-            np.shape(problem.pool)[1],
-            len(problem.centres),
-            n_queries,
-            n_coalitions,
+            sizes,
             compute.device,
             compute.dtype,
             options=options,
@@ -177,7 +203,7 @@ def make_backend(
     if isinstance(options, CholeskyOptions):
         backend = CholeskyBackend(options, cache_bytes)
     elif isinstance(options, CGOptions):
-        backend = CGBackend(options)
+        backend = CGBackend(options, cache_bytes)
     elif isinstance(options, NystromOptions):
         backend = NystromBackend(options)
     else:

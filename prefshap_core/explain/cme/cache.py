@@ -1,11 +1,15 @@
-"""A byte-bounded LRU store of per-coalition factorizations (one per game of an Explainer).
+"""A byte-bounded store of per-coalition factorizations (one per game of an Explainer).
 
 Explaining new duels between the same pool needs the same coalition systems again;
-their factorizations (a Cholesky factor and the centres' side of the embedding) do
-not depend on the queries, so keeping them turns a second explanation into solves
-for the new query items only. Entries are tuples of tensors; their bytes are
-counted exactly and the least recently used go first once ``max_bytes`` is reached
-(an entry larger than the whole budget is not kept).
+their centre-side solutions do not depend on the queries, so keeping them turns a
+second explanation into gathers for the new query items only. Entries are tuples of
+tensors; their bytes are counted exactly.
+
+Eviction is least-recently-used *across calls* only: an entry used in the current
+call (see :meth:`begin_call`) is never evicted for another of the same call. An
+explanation visits every coalition once, in the same order each time, and plain
+LRU would then evict each entry just before it is needed again (no hit at all once
+the coalitions outgrow the budget); this keeps as many as fit, and they hit.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class FactorCache:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = int(max_bytes)
         self._entries: OrderedDict[Hashable, tuple[torch.Tensor, ...]] = OrderedDict()
+        self._used: dict[Hashable, int] = {}  # the call that last used each entry
+        self._call = 0
         self.bytes = 0
         self.hits = 0
         self.misses = 0
@@ -37,30 +43,43 @@ class FactorCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def begin_call(self) -> None:
+        """Entries used from now on are protected from eviction until the next call."""
+        self._call += 1
+
     def get(self, key: Hashable) -> tuple[torch.Tensor, ...] | None:
         entry = self._entries.get(key)
         if entry is None:
             self.misses += 1
             return None
         self._entries.move_to_end(key)
+        self._used[key] = self._call
         self.hits += 1
         return entry
 
     def put(self, key: Hashable, entry: tuple[torch.Tensor, ...]) -> None:
+        """Keep ``entry`` if it fits after evicting entries of earlier calls (else drop it)."""
         size = _nbytes(entry)
-        if size > self.max_bytes:
-            return
         old = self._entries.pop(key, None)
         if old is not None:
             self.bytes -= _nbytes(old)
-        while self._entries and self.bytes + size > self.max_bytes:
-            _, evicted = self._entries.popitem(last=False)
-            self.bytes -= _nbytes(evicted)
+            self._used.pop(key, None)
+        evictable = [k for k in self._entries if self._used[k] < self._call]
+        free = self.max_bytes - self.bytes
+        if size > free + sum(_nbytes(self._entries[k]) for k in evictable):
+            return
+        for k in evictable:  # oldest first (the order of last use)
+            if self.bytes + size <= self.max_bytes:
+                break
+            self.bytes -= _nbytes(self._entries.pop(k))
+            del self._used[k]
         self._entries[key] = entry
+        self._used[key] = self._call
         self.bytes += size
 
     def clear(self) -> None:
         self._entries.clear()
+        self._used.clear()
         self.bytes = 0
 
     def report(self) -> dict[str, int]:

@@ -38,12 +38,14 @@ import torch
 
 from prefshap_core.explain.cme.base import CMESystem, EngineStats, maybe_timed
 from prefshap_core.explain.cme.nystrom import nystrom_factor
+from prefshap_core.explain.options import CGOptions
 from prefshap_core.kernels.rbf import scaled_gram as kernel
+from prefshap_core.progress import checkpoint
 from prefshap_core.solvers.cg import batched_pcg
 from prefshap_core.solvers.result import SolverError
 
-DEFAULT_CG_LANDMARKS = 256
-DEFAULT_MAX_ITER = 100
+DEFAULT_CG_LANDMARKS = CGOptions().preconditioner_rank
+DEFAULT_MAX_ITER = CGOptions().max_iter
 # Share of the device's available memory the cached Grams of a batch may take.
 GRAM_MEMORY_SHARE = 0.25
 # Rows of K formed at once by the blocked (uncached) operator.
@@ -226,7 +228,12 @@ class CGSolver:
         with maybe_timed(stats, "cg"):
             try:
                 result = batched_pcg(
-                    batch.apply_a, batch.rhs, tol=tol, max_iter=self.max_iter, apply_p=apply_p
+                    batch.apply_a,
+                    batch.rhs,
+                    tol=tol,
+                    max_iter=self.max_iter,
+                    apply_p=apply_p,
+                    on_iteration=lambda _: checkpoint(),  # a cancel stops between iterations
                 )
             except SolverError as err:
                 raise CMEConvergenceError(f"CME solve: {err}") from None

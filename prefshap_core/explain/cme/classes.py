@@ -5,11 +5,12 @@ columns of ``S`` (and in the same *Sc class* when they agree on the others). The
 coalition's kernel and conditional mean embedding only see classes, so each backend
 solves over the pool's S classes (``r``, often far fewer than ``n``) and gathers.
 
-A :class:`Universe` merges the pool, the centres and one call's query rows, with
-the pool's rows first. Class labels are *pool first* and ordered by value within
-the pool and within the rest, so the pool's classes (and the centres' Sc classes)
-have the same labels whatever queries are added: that is what lets a backend keep a
-coalition's factorization across calls (:mod:`embedding`).
+A :class:`PoolUniverse` holds the distinct pool and centre rows (the pool's first)
+and, per coalition, their classes: labels are *pool first* and ordered by value, and
+they never depend on the queries, which is what lets a backend keep a coalition's
+factorization across calls (:mod:`embedding`). A call's :class:`Universe` adds its
+query rows: a query takes the label of the pool or centre class with its S columns,
+or a new label after them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.explain.cme.base import CMEProblem, unique_rows
@@ -28,9 +30,26 @@ def _first_of_each(labels: np.ndarray, n_labels: int) -> np.ndarray:
     return first
 
 
+@dataclass(frozen=True)
+class _FixedClasses:
+    """One coalition's classes of the pool and centre rows (query-independent)."""
+
+    labels: np.ndarray  # (fixed rows,) S class, pool classes first
+    r: int  # number of pool S classes
+    first: np.ndarray  # (fixed classes,) a fixed row of each S class
+    key_to_label: dict[bytes, int]  # S columns (bytes) -> S class
+    sc_first: np.ndarray  # (t,) a fixed row of each Sc class (pool classes first)
+    t_pool: int  # number of pool Sc classes
+    sc_centre: np.ndarray  # (t_P,) Sc classes present among the centres
+    sc_row: np.ndarray  # (centres,) index into sc_centre
+    pair_s: np.ndarray  # pool (S class, Sc class) pairs and their total weight
+    pair_sc: np.ndarray
+    pair_w: np.ndarray
+
+
 @dataclass
 class CoalitionClasses:
-    """Index bookkeeping of one coalition over a :class:`Universe` (NumPy)."""
+    """Index bookkeeping of one coalition over a call's :class:`Universe` (NumPy)."""
 
     labels: np.ndarray  # (universe,) S class, pool classes first
     r: int  # number of pool S classes
@@ -46,16 +65,19 @@ class CoalitionClasses:
     pair_w: np.ndarray
 
 
-class Universe:
-    """Pool, centres and queries as one table of distinct rows, pool rows first."""
+def _row_keys(rows: np.ndarray) -> list[bytes]:
+    rows = np.ascontiguousarray(rows + 0.0)  # -0.0 and 0.0 alike
+    return [row.tobytes() for row in rows]
 
-    def __init__(self, problem: CMEProblem, queries: np.ndarray, compute: Compute) -> None:
+
+class PoolUniverse:
+    """The distinct pool and centre rows of a problem, pool rows first; classes per mask."""
+
+    def __init__(self, problem: CMEProblem, compute: Compute) -> None:
         pool = np.atleast_2d(np.asarray(problem.pool, dtype=np.float64))
         centres = np.atleast_2d(np.asarray(problem.centres, dtype=np.float64))
-        weights = problem.weights
-        n_pool, n_centres = len(pool), len(centres)
-        stacked = np.vstack([pool, centres, np.atleast_2d(queries)])
-        uniq, inverse = unique_rows(stacked)
+        n_pool = len(pool)
+        uniq, inverse = unique_rows(np.vstack([pool, centres]))
         in_pool = np.zeros(len(uniq), dtype=bool)
         in_pool[inverse[:n_pool]] = True
         order = np.concatenate([np.flatnonzero(in_pool), np.flatnonzero(~in_pool)])
@@ -64,18 +86,21 @@ class Universe:
         inverse = position[inverse]
         self.rows = uniq[order]
         self.n_pool = int(in_pool.sum())  # rows 0..n_pool-1 are the pool's
-        self.pool_weights = np.bincount(inverse[:n_pool], weights=weights, minlength=self.n_pool)
-        self.centre_rows = inverse[n_pool : n_pool + n_centres]
-        self.query_rows = inverse[n_pool + n_centres :]
+        self.pool_weights = np.bincount(
+            inverse[:n_pool], weights=problem.weights, minlength=self.n_pool
+        )
+        self.centre_rows = inverse[n_pool:]
         self.column_player = np.asarray(problem.column_player, dtype=np.int64)
         self.n_players = int(self.column_player.max()) + 1
+        self.lengthscales = np.asarray(problem.lengthscales, dtype=np.float64)
         # Per-player codes: equal codes = equal rows on that player's columns.
         self._codes = np.stack(
             [unique_rows(self.rows[:, self.column_player == g])[1] for g in range(self.n_players)],
             axis=1,
         )
         self._cardinality = self._codes.max(0) + 1
-        self.scaled = compute.tensor(self.rows / np.asarray(problem.lengthscales, np.float64))
+        self.scaled = compute.tensor(self.rows / self.lengthscales)
+        self._classes: dict[bytes, _FixedClasses] = {}
 
     def _pool_first_labels(self, mask: np.ndarray) -> tuple[np.ndarray, int]:
         """Labels, equal iff rows agree on the mask's players; the pool's first."""
@@ -90,20 +115,26 @@ class Universe:
         remap[rest] = len(pool_keys) + np.arange(len(rest))
         return remap[key], len(pool_keys)
 
-    def classes(self, mask: np.ndarray) -> CoalitionClasses:
+    def fixed_classes(self, mask: np.ndarray) -> _FixedClasses:
+        """The pool and centre classes of one coalition (computed once, then kept)."""
+        cache_key = np.packbits(mask).tobytes()
+        found = self._classes.get(cache_key)
+        if found is not None:
+            return found
         labels, r = self._pool_first_labels(mask)
         sc_labels, t_pool = self._pool_first_labels(~mask)
-        q_cls, q_col = np.unique(labels[self.query_rows], return_inverse=True)
         sc_centre, sc_row = np.unique(sc_labels[self.centre_rows], return_inverse=True)
         pool_s, pool_sc = labels[: self.n_pool], sc_labels[: self.n_pool]
         pairs, pair_index = np.unique(pool_s * (t_pool + 1) + pool_sc, return_inverse=True)
         pair_w = np.bincount(pair_index.reshape(-1), weights=self.pool_weights)
-        return CoalitionClasses(
+        first = _first_of_each(labels, int(labels.max()) + 1)
+        cols = mask[self.column_player]
+        keys = _row_keys(self.rows[first][:, cols])
+        fixed = _FixedClasses(
             labels=labels,
             r=r,
-            first=_first_of_each(labels, int(labels.max()) + 1),
-            q_cls=q_cls,
-            q_col=q_col.reshape(-1),
+            first=first,
+            key_to_label={k: label for label, k in enumerate(keys)},
             sc_first=_first_of_each(sc_labels, int(sc_labels.max()) + 1),
             t_pool=t_pool,
             sc_centre=sc_centre,
@@ -111,4 +142,53 @@ class Universe:
             pair_s=pairs // (t_pool + 1),
             pair_sc=pairs % (t_pool + 1),
             pair_w=pair_w,
+        )
+        self._classes[cache_key] = fixed
+        return fixed
+
+
+class Universe:
+    """A call's universe: the pool universe's rows followed by the query rows."""
+
+    def __init__(self, pool: PoolUniverse, queries: np.ndarray, compute: Compute) -> None:
+        self.pool = pool
+        self.queries = np.atleast_2d(np.asarray(queries, dtype=np.float64)) + 0.0
+        n_fixed = len(pool.rows)
+        self.query_rows = n_fixed + np.arange(len(self.queries))
+        self.centre_rows = pool.centre_rows
+        self.column_player = pool.column_player
+        self.n_pool = pool.n_pool
+        query_scaled = compute.tensor(self.queries / pool.lengthscales)
+        self.scaled = torch.cat([pool.scaled, query_scaled]) if len(self.queries) else pool.scaled
+
+    def classes(self, mask: np.ndarray) -> CoalitionClasses:
+        fixed = self.pool.fixed_classes(mask)
+        cols = mask[self.column_player]
+        known = fixed.key_to_label
+        n_fixed_classes = len(fixed.first)
+        new: dict[bytes, int] = {}
+        query_labels = np.empty(len(self.queries), dtype=np.int64)
+        new_first: list[int] = []
+        for k, key in enumerate(_row_keys(self.queries[:, cols])):
+            label = known.get(key)
+            if label is None:
+                label = new.get(key)
+                if label is None:
+                    label = new[key] = n_fixed_classes + len(new)
+                    new_first.append(int(self.query_rows[k]))
+            query_labels[k] = label
+        q_cls, q_col = np.unique(query_labels, return_inverse=True)
+        return CoalitionClasses(
+            labels=np.concatenate([fixed.labels, query_labels]),
+            r=fixed.r,
+            first=np.concatenate([fixed.first, np.asarray(new_first, dtype=np.int64)]),
+            q_cls=q_cls,
+            q_col=q_col.reshape(-1),
+            sc_first=fixed.sc_first,
+            t_pool=fixed.t_pool,
+            sc_centre=fixed.sc_centre,
+            sc_row=fixed.sc_row,
+            pair_s=fixed.pair_s,
+            pair_sc=fixed.pair_sc,
+            pair_w=fixed.pair_w,
         )

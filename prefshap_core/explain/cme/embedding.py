@@ -16,9 +16,9 @@ For a coalition ``S`` (its columns ``S``, the rest ``Sc``), the weighted pool ``
   a centre only through its ``Sc`` class: both are computed per class and gathered.
 
 The solve sits behind :class:`base.CMESolver` (dense :class:`CholeskySolver`, or
-:class:`cg.CGSolver`). With a solver that factorizes (Cholesky), each coalition's
-factor and centre side are kept in a :class:`cache.FactorCache`: they depend on the
-pool and the centres only, so later calls pay only for their new queries.
+:class:`cg.CGSolver`). With a :class:`cache.FactorCache`, each coalition's
+centre-side solution is kept: it depends on the pool and the centres only, so later
+calls pay only for their new queries (see :class:`CoalitionEmbedding`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
+from prefshap_core.errors import NumericalError
 from prefshap_core.explain.cme.base import (
     CMEProblem,
     CMESolver,
@@ -39,7 +40,7 @@ from prefshap_core.explain.cme.base import (
     sparse_csr,
 )
 from prefshap_core.explain.cme.cache import FactorCache
-from prefshap_core.explain.cme.classes import CoalitionClasses, Universe
+from prefshap_core.explain.cme.classes import CoalitionClasses, PoolUniverse, Universe
 from prefshap_core.kernels.rbf import scaled_gram as kernel
 
 
@@ -47,8 +48,7 @@ class CholeskySolver:
     """Dense Cholesky; systems of equal size batched if asked.
 
     Batching pays on GPUs (one kernel launch for many small systems); on CPU LAPACK
-    loops over the batch anyway, so the default batches on CUDA only. Factorizing
-    and solving are separate steps so that factors can be kept and reused.
+    loops over the batch anyway, so the default batches on CUDA only.
     """
 
     name = "cholesky"
@@ -57,72 +57,70 @@ class CholeskySolver:
     def __init__(self, batch_equal_sizes: bool | None = None) -> None:
         self.batch_equal_sizes = batch_equal_sizes
 
-    def _groups(self, shapes: Sequence[tuple[int, ...]], on_cuda: bool) -> list[list[int]]:
-        batch = on_cuda if self.batch_equal_sizes is None else self.batch_equal_sizes
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for k, shape in enumerate(shapes):
-            groups.setdefault(shape if batch else (k,), []).append(k)
-        return list(groups.values())
-
-    def factorize(
-        self, systems: Sequence[CMESystem], stats: EngineStats | None = None
-    ) -> list[torch.Tensor]:
-        """Lower Cholesky factors of ``W^1/2 K W^1/2 + ridge I``, one per system."""
-        if not systems:
-            return []
-        on_cuda = systems[0].rhs.device.type == "cuda"
-        out: dict[int, torch.Tensor] = {}
-        for members in self._groups([tuple(s.weights.shape) for s in systems], on_cuda):
-            group = [systems[k] for k in members]
-            r = len(group[0].weights)
-            grams = [s.gram if s.gram is not None else kernel(s.points, s.points) for s in group]
-            root_w = torch.stack([s.weights.sqrt() for s in group])  # (b, r)
-            a = root_w[:, :, None] * torch.stack(grams) * root_w[:, None, :]
-            ridge = torch.tensor([s.ridge for s in group], dtype=a.dtype, device=a.device)
-            a.diagonal(dim1=-2, dim2=-1).add_(ridge[:, None])
-            with maybe_timed(stats, "cholesky", len(group) * r**3 / 3.0):
-                chol, info = torch.linalg.cholesky_ex(a)
-                if bool((info != 0).any()):
-                    chol = _cholesky_in_float64(a).to(a.dtype)
-            out.update(zip(members, chol.unbind(0), strict=True))
-        return [out[k] for k in range(len(systems))]
-
-    def solve_factored(
-        self,
-        factors: Sequence[torch.Tensor],
-        rhs: Sequence[torch.Tensor],
-        stats: EngineStats | None = None,
-    ) -> list[torch.Tensor]:
-        if not rhs:
-            return []
-        on_cuda = rhs[0].device.type == "cuda"
-        out: dict[int, torch.Tensor] = {}
-        for members in self._groups([tuple(b.shape) for b in rhs], on_cuda):
-            r, c = rhs[members[0]].shape
-            with maybe_timed(stats, "solve", len(members) * 2.0 * r * r * c):
-                x = torch.cholesky_solve(
-                    torch.stack([rhs[k] for k in members]),
-                    torch.stack([factors[k] for k in members]),
-                )
-            out.update(zip(members, x.unbind(0), strict=True))
-        return [out[k] for k in range(len(rhs))]
-
     def solve(
         self, systems: Sequence[CMESystem], stats: EngineStats | None = None
     ) -> list[torch.Tensor]:
-        factors = self.factorize(systems, stats)
-        return self.solve_factored(factors, [s.rhs for s in systems], stats)
+        if not systems:
+            return []
+        batch = self.batch_equal_sizes
+        if batch is None:
+            batch = systems[0].rhs.device.type == "cuda"
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for k, s in enumerate(systems):
+            key = tuple(s.rhs.shape) if batch else (k,)
+            groups.setdefault(key, []).append(k)
+        out: dict[int, torch.Tensor] = {}
+        for members in groups.values():
+            solved = self._solve_stack([systems[k] for k in members], stats)
+            out.update(zip(members, solved, strict=True))
+        return [out[k] for k in range(len(systems))]
+
+    def _solve_stack(
+        self, systems: Sequence[CMESystem], stats: EngineStats | None
+    ) -> list[torch.Tensor]:
+        r, c = systems[0].rhs.shape
+        grams = [s.gram if s.gram is not None else kernel(s.points, s.points) for s in systems]
+        root_w = torch.stack([s.weights.sqrt() for s in systems])  # (b, r)
+        a = root_w[:, :, None] * torch.stack(grams) * root_w[:, None, :]
+        ridge = torch.tensor([s.ridge for s in systems], dtype=a.dtype, device=a.device)
+        a.diagonal(dim1=-2, dim2=-1).add_(ridge[:, None])
+        with maybe_timed(stats, "cholesky", len(systems) * r**3 / 3.0):
+            chol, info = torch.linalg.cholesky_ex(a)
+            if bool((info != 0).any()):
+                chol = _cholesky_in_float64(a).to(a.dtype)
+        with maybe_timed(stats, "solve", len(systems) * 2.0 * r * r * c):
+            x = torch.cholesky_solve(torch.stack([s.rhs for s in systems]), chol)
+        return list(x.unbind(0))
 
 
-def _cholesky_in_float64(a: torch.Tensor) -> torch.Tensor:
-    """Fallback for float32 systems that lost definiteness to rounding."""
+def _cholesky_in_float64(a: torch.Tensor, max_tries: int = 8) -> torch.Tensor:
+    """Fallback for float32 systems that lost definiteness to rounding.
+
+    Bounded: at most ``max_tries`` growing jitters (1e-10 .. 1e-3 of the mean
+    diagonal). A matrix with NaN or infinite entries (a crafted model: lengthscales
+    of 1e-200, items at 1e200) can never be factorised, so it is refused at once
+    instead of spinning forever.
+    """
     a64 = a.to(torch.float64)
+    if not bool(torch.isfinite(a64).all()):
+        raise NumericalError(
+            "the CME system has NaN or infinite entries: the model's lengthscales, "
+            "scales or item values overflow the kernel (check the model file)"
+        )
     chol, info = torch.linalg.cholesky_ex(a64)
-    jitter = 1e-10 * a64.diagonal(dim1=-2, dim2=-1).mean()
-    while bool((info != 0).any()):
+    scale = a64.diagonal(dim1=-2, dim2=-1).abs().mean()
+    jitter = 1e-10 * (scale if bool(scale > 0) else torch.ones_like(scale))
+    for _ in range(max_tries):
+        if not bool((info != 0).any()):
+            return chol
         a64.diagonal(dim1=-2, dim2=-1).add_(jitter)
         chol, info = torch.linalg.cholesky_ex(a64)
         jitter = jitter * 10
+    if bool((info != 0).any()) or not bool(torch.isfinite(chol).all()):
+        raise NumericalError(
+            f"the CME system stays singular after {max_tries} growing jitters: raise the "
+            "CME regulariser (cme_lambda) or check the model's lengthscales"
+        )
     return chol
 
 
@@ -133,27 +131,33 @@ class _Prepared:
     co: CoalitionClasses
     z: torch.Tensor  # every S class of the universe (scaled S columns), the pool's first
     weights: torch.Tensor  # (r,) pool class weights
-    mixed_t: torch.Tensor  # (r, t) weighted K_Sc of the pool classes against the centres
-    factor: torch.Tensor | None  # cached Cholesky factor, if any
+    mixed_q: torch.Tensor  # (q'_pool, t) mixed_t rows of the queried pool classes
+    mixed_t: torch.Tensor | None  # (r, t) all of mixed_t (None when x was kept)
     by_centres: bool
-    system: CMESystem
+    x: torch.Tensor | None  # the kept centre-side solution, or None: solve ``system``
+    system: CMESystem | None
 
 
 class CoalitionEmbedding:
     """``Gamma_S(P, Q)`` for a fixed :class:`CMEProblem`; queries come with each call.
 
-    With ``M = K_Sc(P, X)`` summed within the pool's S classes, the middle factor
-    is ``M (K W + c I)^-1 K_S(Z, Q)``. Two exact ways to form it, the cheaper taken
-    per coalition:
+    With ``M = K_Sc(P, X)`` summed within the pool's S classes (``mixed_t``), the
+    middle factor is ``M (K W + c I)^-1 K_S(Z, Q)``. Two exact ways to form it:
 
     * by queries: solve with the ``q'`` query classes as right-hand sides, then a
       GEMM with ``M`` (``2 r^2 q' + 2 t r q'`` flops);
-    * by centres: solve with the ``t`` centre Sc classes as right-hand sides and use
-      ``(K W + c I)^-1 K = W^-1 - c (K W + c I)^-1 W^-1``, so a query class of the
-      pool needs only a gather (``2 r^2 t`` flops).
+    * by centres: solve with the ``t`` centre Sc classes as right-hand sides,
+      ``x = A^-1 W^-1/2 M'``, and use ``(K W + c I)^-1 K = W^-1 - c (K W + c I)^-1 W^-1``,
+      so a query class of the pool needs only a gather (``2 r^2 t`` flops).
 
-    Kernel blocks between classes are always formed the same way (never as views of
-    a larger Gram), so a cached and a fresh coalition give the same floats.
+    The centre-side solution ``x`` (r x t) depends on the pool and the centres only:
+    with a :class:`FactorCache`, every coalition whose ``x`` fits is solved by centres
+    and ``x`` is kept, so a later call with new queries skips the Gram, the
+    factorization and the solve of that coalition (``meta["cme"]["factor_cache"]``).
+    Without one, the cheaper path is taken per coalition. Kernel blocks between
+    classes, and the queried rows of ``mixed_t``, are always formed the same way
+    (never as views of larger matrices), so a kept and a fresh coalition give the same
+    floats for the same queries.
     """
 
     path = "auto"  # "auto" | "centres" | "queries": both exact; tests force each
@@ -170,9 +174,9 @@ class CoalitionEmbedding:
         self.compute = compute
         self.solver: CMESolver = solver or CholeskySolver()
         self.stats = stats
-        # Only a factorizing solver has something worth keeping between calls.
-        self.cache = cache if hasattr(self.solver, "factorize") else None
+        self.cache = cache
         self.ridge = problem.ridge
+        self._pool_universe: PoolUniverse | None = None
 
     @property
     def n_centres(self) -> int:
@@ -180,62 +184,68 @@ class CoalitionEmbedding:
 
     def bind(self, queries: np.ndarray) -> Universe:
         """The universe of one call's query rows (pass it to :meth:`gammas`)."""
-        return Universe(self.problem, queries, self.compute)
+        if self._pool_universe is None:
+            self._pool_universe = PoolUniverse(self.problem, self.compute)
+        return Universe(self._pool_universe, queries, self.compute)
 
     def gammas(
         self, masks: np.ndarray, universe: Universe
     ) -> list[tuple[torch.Tensor, np.ndarray]]:
         """Per coalition mask: Gamma (n_centres, q') and each query's column in it."""
         prepared = [self._prepare(np.asarray(m, dtype=bool), universe) for m in masks]
-        solutions = self._solve(masks, prepared)
-        return [self._finish(p, x, universe) for p, x in zip(prepared, solutions, strict=True)]
-
-    # -- solving ---------------------------------------------------------------------
-    def _solve(self, masks: np.ndarray, prepared: list[_Prepared]) -> list[torch.Tensor]:
-        if self.cache is None:
-            return self.solver.solve([p.system for p in prepared], self.stats)
-        missing = [k for k, p in enumerate(prepared) if p.factor is None]
-        fresh = self.solver.factorize([prepared[k].system for k in missing], self.stats)  # type: ignore[attr-defined]
-        for k, factor in zip(missing, fresh, strict=True):
+        to_solve = [k for k, p in enumerate(prepared) if p.x is None]
+        systems = [prepared[k].system for k in to_solve]
+        solved = self.solver.solve(systems, self.stats)  # type: ignore[arg-type]
+        for k, x in zip(to_solve, solved, strict=True):
             p = prepared[k]
-            p.factor = factor
-            self.cache.put(_key(masks[k]), (factor, p.mixed_t, p.weights))
-        return self.solver.solve_factored(  # type: ignore[attr-defined]
-            [p.factor for p in prepared], [p.system.rhs for p in prepared], self.stats
-        )
+            p.x = x
+            if p.by_centres and self.cache is not None:
+                self.cache.put(_key(masks[k]), (x, p.weights))
+        return [self._finish(p, universe) for p in prepared]
 
+    # -- preparing -------------------------------------------------------------------
     def _prepare(self, mask: np.ndarray, universe: Universe) -> _Prepared:
         c = self.compute
         with maybe_timed(self.stats, "classes"):
             co = universe.classes(mask)
-        cached = None if self.cache is None else self.cache.get(_key(mask))
+        cols = mask[universe.column_player]
+        z = universe.scaled[c.index(co.first)][:, c.index(np.flatnonzero(cols))]
+        pool_q = co.q_cls[co.q_cls < co.r]
+        kept = None if self.cache is None else self.cache.get(_key(mask))
+        if kept is not None:
+            x, weights = kept
+            with maybe_timed(self.stats, "kernels"):
+                mixed_q = self._mixed_rows(co, universe, ~cols, pool_q)
+            return _Prepared(co, z, weights, mixed_q, None, True, x, None)
         with maybe_timed(self.stats, "kernels"):
-            cols = mask[universe.column_player]
-            z = universe.scaled.index_select(1, c.index(np.flatnonzero(cols)))[c.index(co.first)]
-            if cached is None:
-                factor = None
-                mixed_t, weights = self._centre_side(co, universe, ~cols)
-            else:
-                factor, mixed_t, weights = cached
+            mixed_t, weights = self._centre_side(co, universe, ~cols)
         r, t, q = co.r, len(co.sc_centre), len(co.q_cls)
-        n_extra = int((co.q_cls >= r).sum())
-        by_centres = r * r * t + n_extra * r * t < r * r * q + q * r * t
+        n_extra = q - len(pool_q)
+        itemsize = mixed_t.element_size()
         if self.path != "auto":
             by_centres = self.path == "centres"
-        root_w = weights.sqrt()
-        if by_centres:
-            rhs = mixed_t / root_w[:, None]
+        elif self.cache is not None and r * t * itemsize <= self.cache.max_bytes:
+            by_centres = True  # the solution that later calls can reuse
         else:
-            rhs = root_w[:, None] * kernel(z[:r], z[c.index(co.q_cls)])
-        wants_gram = getattr(self.solver, "wants_gram", True) and factor is None
-        system = CMESystem(
-            points=z[:r],
-            gram=kernel(z[:r], z[:r]) if wants_gram else None,
-            weights=weights,
-            ridge=self.ridge,
-            rhs=rhs,
-        )
-        return _Prepared(co, z, weights, mixed_t, factor, by_centres, system)
+            by_centres = r * r * t + n_extra * r * t < r * r * q + q * r * t
+        root_w = weights.sqrt()
+        with maybe_timed(self.stats, "kernels"):
+            if by_centres:
+                rhs = mixed_t / root_w[:, None]
+            else:
+                rhs = root_w[:, None] * kernel(z[:r], z[c.index(co.q_cls)])
+            wants_gram = getattr(self.solver, "wants_gram", True)
+            system = CMESystem(
+                points=z[:r],
+                gram=kernel(z[:r], z[:r]) if wants_gram else None,
+                weights=weights,
+                ridge=self.ridge,
+                rhs=rhs,
+            )
+            # Formed as for a kept coalition, so a call and a later one with the same
+            # queries give the same floats (exact antisymmetry across calls).
+            mixed_q = self._mixed_rows(co, universe, ~cols, pool_q)
+        return _Prepared(co, z, weights, mixed_q, mixed_t, by_centres, None, system)
 
     def _centre_side(
         self, co: CoalitionClasses, universe: Universe, sc_cols: np.ndarray
@@ -250,12 +260,28 @@ class CoalitionEmbedding:
         weights.index_add_(0, c.index(co.pair_s), c.tensor(co.pair_w))
         return mixed_t, weights
 
-    def _finish(
-        self, prep: _Prepared, x: torch.Tensor, universe: Universe
-    ) -> tuple[torch.Tensor, np.ndarray]:
-        c, co, z, mixed_t = self.compute, prep.co, prep.z, prep.mixed_t
+    def _mixed_rows(
+        self, co: CoalitionClasses, universe: Universe, sc_cols: np.ndarray, pool_q: np.ndarray
+    ) -> torch.Tensor:
+        """The rows ``pool_q`` of ``mixed_t`` alone (a kept coalition's new queries)."""
+        c = self.compute
+        position = np.full(co.r, -1, dtype=np.int64)
+        position[pool_q] = np.arange(len(pool_q))
+        pick = np.flatnonzero(position[co.pair_s] >= 0)
+        sc, sc_index = np.unique(co.pair_sc[pick], return_inverse=True)
+        # (queried classes x their pool Sc classes) weights, then one small GEMM
+        weights = np.zeros((len(pool_q), len(sc)))
+        np.add.at(weights, (position[co.pair_s[pick]], sc_index.reshape(-1)), co.pair_w[pick])
+        xc = universe.scaled.index_select(1, c.index(np.flatnonzero(sc_cols)))
+        k_sc = kernel(xc[c.index(co.sc_first[sc])], xc[c.index(co.sc_first[co.sc_centre])])
+        return c.tensor(weights) @ k_sc
+
+    # -- finishing -------------------------------------------------------------------
+    def _finish(self, prep: _Prepared, universe: Universe) -> tuple[torch.Tensor, np.ndarray]:
+        c, co, z, x = self.compute, prep.co, prep.z, prep.x
+        assert x is not None
         root_w = prep.weights.sqrt()
-        r, t = co.r, mixed_t.shape[1]
+        r, t = co.r, len(co.sc_centre)
         if prep.by_centres:
             # x = A^-1 W^-1/2 mixed_t; middle(q) = (mixed(q) - c W^1/2 x(q)) / w(q) for pool q
             in_pool = co.q_cls < r
@@ -263,7 +289,7 @@ class CoalitionEmbedding:
             pool_q = c.index(co.q_cls[in_pool])
             w_q = root_w[pool_q][:, None]
             middle_t[c.index(np.flatnonzero(in_pool))] = (
-                mixed_t[pool_q] - self.ridge * w_q * x[pool_q]
+                prep.mixed_q - self.ridge * w_q * x[pool_q]
             ) / (w_q * w_q)
             if not in_pool.all():
                 extra = kernel(z[c.index(co.q_cls[~in_pool])], z[:r]) * root_w[None, :]
@@ -271,8 +297,9 @@ class CoalitionEmbedding:
                     middle_t[c.index(np.flatnonzero(~in_pool))] = extra @ x
         else:
             # x = A^-1 W^1/2 K_S(Z, Q); middle = mixed W^-1/2 x
+            assert prep.mixed_t is not None
             with maybe_timed(self.stats, "gemm", 2.0 * x.shape[1] * r * t):
-                middle_t = x.T @ (mixed_t / root_w[:, None])
+                middle_t = x.T @ (prep.mixed_t / root_w[:, None])
         with maybe_timed(self.stats, "gather"):
             p_cls, p_row = np.unique(co.labels[universe.centre_rows], return_inverse=True)
             k_pq = kernel(z[c.index(p_cls)], z[c.index(co.q_cls)])[c.index(p_row.reshape(-1))]

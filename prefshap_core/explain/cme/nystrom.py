@@ -40,12 +40,12 @@ import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.explain.cme.base import CMEProblem, EngineStats, maybe_timed
-from prefshap_core.explain.cme.classes import CoalitionClasses, Universe
+from prefshap_core.explain.cme.classes import CoalitionClasses, PoolUniverse, Universe
+from prefshap_core.explain.options import CORRECTIONS, NystromOptions
+from prefshap_core.explain.options import LANDMARK_RULES as LANDMARK_METHODS
 from prefshap_core.kernels.rbf import scaled_gram as kernel
 
-DEFAULT_LANDMARKS = 512
-LANDMARK_METHODS = ("rpcholesky", "uniform")
-CORRECTIONS = ("diagonal", "none")
+DEFAULT_LANDMARKS = NystromOptions().n_landmarks
 # Pivots drawn per round of block RP-Cholesky: small blocks choose almost as well
 # as one-at-a-time pivoting, large ones use GEMMs; 64 is a good middle.
 _BLOCK = 64
@@ -227,9 +227,12 @@ class NystromEmbedding:
         self.correction = correction
         self.seed = int(seed)
         self.report = NystromReport(self.n_landmarks, landmarks)
+        self._pool_universe: PoolUniverse | None = None
 
     def bind(self, queries: np.ndarray) -> Universe:
-        return Universe(self.problem, queries, self.compute)
+        if self._pool_universe is None:
+            self._pool_universe = PoolUniverse(self.problem, self.compute)
+        return Universe(self._pool_universe, queries, self.compute)
 
     def gammas(
         self, masks: np.ndarray, universe: Universe

@@ -98,12 +98,21 @@ def estimate_flops(
     }
 
 
+@dataclass(frozen=True)
+class ProblemSizes:
+    """What the cost models need: distinct pool rows (an upper bound on any coalition's
+    classes), model-space columns, distinct centre rows, distinct queried rows, and
+    the number of coalitions to embed."""
+
+    n_rows: int
+    n_columns: int
+    n_centres: int
+    n_queries: int
+    n_coalitions: int
+
+
 def choose_method(
-    n_rows: int,
-    n_columns: int,
-    n_centres: int,
-    n_queries: int,
-    n_coalitions: int,
+    sizes: ProblemSizes,
     device: str = "cpu",
     dtype: str = "float64",
     *,
@@ -112,11 +121,11 @@ def choose_method(
 ) -> MethodChoice:
     """The method ``auto`` picks for these sizes on ``device`` (see the module docstring).
 
-    ``n_rows``: distinct pool rows (an upper bound on any coalition's classes);
-    ``n_columns``: model-space columns; ``n_centres``: distinct centre rows;
-    ``n_queries``: distinct queried rows; ``memory_bytes``: the device's memory
-    (default: measured); ``options``: the landmarks assumed and the budget.
+    ``memory_bytes``: the device's memory (default: measured); ``options``: the
+    landmarks assumed and the budget.
     """
+    n_rows, n_columns, n_centres = sizes.n_rows, sizes.n_columns, sizes.n_centres
+    n_queries, n_coalitions = sizes.n_queries, sizes.n_coalitions
     options = options or AutoOptions()
     budget, saving = options.exact_seconds_budget, options.nystrom_min_saving
     flops = estimate_flops(

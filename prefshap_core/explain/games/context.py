@@ -25,6 +25,7 @@ from prefshap_core.explain.cme.base import CMEProblem, EngineStats, maybe_timed,
 from prefshap_core.explain.games.base import DuelBatch, OnBatch
 from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.progress import checkpoint
 
 _CHUNK_ELEMENTS = 1 << 22
 
@@ -114,6 +115,7 @@ class _BoundContextGame:
         masks = np.asarray(masks, dtype=bool)
         gammas = []
         for start in range(0, len(masks), coalition_batch):
+            checkpoint()  # a cancel stops between coalition batches
             chunk = masks[start : start + coalition_batch]
             gammas.extend(game.embedding.gammas(chunk, self.universe))
             if on_batch is not None:

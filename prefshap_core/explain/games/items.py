@@ -6,7 +6,7 @@ For distinct duels ``(a, b)`` between query items and every proper coalition ``S
     UPM:                v(S) = f_S(a) - f_S(b),    f_S(x) = sum_j alpha_j (G[cl_j, x] - G[cr_j, x])
 
 with ``G = Gamma_S(centres, queries)`` from :mod:`cme` (C-GPM: the context-averaged
-``alpha``). ``t(a, b) - t(b, a)`` is the bracket of METHOD.md written so that a duel
+``alpha``). ``t(a, b) - t(b, a)`` is the bracket of docs/method.md written so that a duel
 and its swap are the same numbers subtracted the other way round. Centres are
 gathered, never re-evaluated: ``t(a, b) = sum_p G[p, a] R[p, b]`` over the distinct
 centre items ``p`` with ``R[p] = sum_{j: cl_j = p} alpha_j G[cr_j]``.
@@ -32,6 +32,7 @@ from prefshap_core.explain.cme.base import (
 )
 from prefshap_core.explain.games.base import DuelBatch, OnBatch
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.progress import checkpoint
 
 # Elements per temporary (duels x centres) in the per-duel contraction.
 _CHUNK_ELEMENTS = 1 << 22
@@ -153,6 +154,7 @@ class _BoundItemGame:
         # Kept on the device until the end: one transfer, no sync per coalition.
         out = torch.empty((len(masks), len(self.left)), dtype=torch.float64, device=c.torch_device)
         for start in range(0, len(masks), coalition_batch):
+            checkpoint()  # a cancel stops between coalition batches
             chunk = masks[start : start + coalition_batch]
             for k, (gamma, query_column) in enumerate(game.embedding.gammas(chunk, self.universe)):
                 a, b = c.index(query_column[self.left]), c.index(query_column[self.right])

@@ -10,6 +10,7 @@ from prefshap_core.explain.shapley.coalitions import (
     CoalitionSet,
     all_coalitions,
     choose_coalitions,
+    coalition_count,
     sample_paired_coalitions,
 )
 from prefshap_core.explain.shapley.exact import ExactShapley, exact_shapley_matrix
@@ -21,6 +22,7 @@ __all__ = [
     "KernelShapley",
     "all_coalitions",
     "choose_coalitions",
+    "coalition_count",
     "exact_shapley_matrix",
     "sample_paired_coalitions",
 ]

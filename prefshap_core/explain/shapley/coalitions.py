@@ -52,7 +52,10 @@ class CoalitionSet:
         """Fraction of the 2^p - 2 proper coalitions present (1.0 when exact)."""
         if self.exact:
             return 1.0
-        proper = 2.0**self.n_players - 2.0
+        p = self.n_players
+        if p > 1000:  # 2^p overflows a float; the fraction is below 1e-290 anyway
+            return 0.0
+        proper = 2.0**p - 2.0
         return min(1.0, self.n_coalitions / proper) if proper > 0 else 1.0
 
 
@@ -83,14 +86,22 @@ def all_coalitions(n_players: int) -> CoalitionSet:
 
 
 def kernel_weights(sizes: np.ndarray, n_players: int) -> np.ndarray:
-    """Shapley kernel weight w(S) of coalitions of the given sizes (inf at 0 and p)."""
+    """Shapley kernel weight w(S) of coalitions of the given sizes (inf at 0 and p).
+
+    Computed in log space: C(p, |S|) exceeds a float beyond ~1,030 players. Weights
+    that underflow to 0 there are below 1e-300 of the largest ones, so a float64
+    weighted least squares could not have used them anyway.
+    """
     sizes = np.asarray(sizes, dtype=np.int64)
     p = n_players
     out = np.full(sizes.shape, np.inf)
     proper = (sizes > 0) & (sizes < p)
-    s = sizes[proper]
-    binom = np.array([math.comb(p, int(k)) for k in s], dtype=np.float64)
-    out[proper] = (p - 1) / (binom * s * (p - s))
+    s = sizes[proper].astype(np.float64)
+    log_binom = np.array(
+        [math.lgamma(p + 1) - math.lgamma(k + 1) - math.lgamma(p - k + 1) for k in s],
+        dtype=np.float64,
+    )
+    out[proper] = np.exp(math.log(p - 1) - log_binom - np.log(s) - np.log(p - s))
     return out
 
 
@@ -148,18 +159,26 @@ def _rejection_sample(p: int, n_pairs: int, rng: np.random.Generator) -> np.ndar
     return np.array(chosen, dtype=bool)
 
 
+def coalition_count(n_players: int, max_exact_players: int, n_samples: int | None) -> int:
+    """How many coalitions :func:`choose_coalitions` returns, without making them."""
+    p = int(n_players)
+    proper = 2**p - 2 if p <= 62 else None
+    if p <= max(1, max_exact_players) or (
+        n_samples is not None and proper is not None and n_samples >= proper
+    ):
+        return 2**p
+    wanted = n_samples if n_samples is not None else 2 * p + 2048
+    if proper is not None and wanted >= proper:
+        return 2**p
+    return 2 * max(1, (int(wanted) + 1) // 2)
+
+
 def choose_coalitions(
     n_players: int, max_exact_players: int, n_samples: int | None, seed: int
 ) -> CoalitionSet:
     """All coalitions up to ``max_exact_players`` players (or when the sample would hold
     them all), else ``n_samples`` paired samples (``None``: ``2p + 2048``)."""
-    proper = 2**n_players - 2 if n_players <= 62 else None
-    exact = n_players <= max(1, max_exact_players) or (
-        n_samples is not None and proper is not None and n_samples >= proper
-    )
-    if exact:
+    if coalition_count(n_players, max_exact_players, n_samples) == 2**n_players:
         return all_coalitions(n_players)
     wanted = n_samples if n_samples is not None else 2 * n_players + 2048
-    if proper is not None and wanted >= proper:
-        return all_coalitions(n_players)
     return sample_paired_coalitions(n_players, wanted, seed)

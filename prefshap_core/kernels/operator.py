@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from prefshap_core.progress import checkpoint
+
 DEFAULT_CACHE_BUDGET_BYTES = 2 * 2**30
 # block(start, stop, out=None) -> K[start:stop], written into ``out`` when given. Blocks
 # are written into preallocated memory: a fresh multi-megabyte tensor per block costs
@@ -132,6 +134,7 @@ class BlockedKernelOperator(KernelOperator):
             start = time.perf_counter()
             self.cache = torch.empty((n_rows, n_centres), dtype=self.cache_dtype, device=device)
             for lo, hi in self._blocks(self.block_rows):
+                checkpoint()  # a cancel stops between blocks
                 self._block(lo, hi, self.cache[lo:hi])
             self.build_seconds = time.perf_counter() - start
 
@@ -161,6 +164,7 @@ class BlockedKernelOperator(KernelOperator):
                 (self.n_rows, v2.shape[1]), dtype=self.cache_dtype, device=self.device
             )
             for lo, hi in self._blocks(self.block_rows):
+                checkpoint()  # a cancel stops between blocks
                 out[lo:hi] = self._rows(lo, hi) @ v2
         out = out.to(self.dtype)
         return out[:, 0] if squeeze else out
@@ -174,6 +178,7 @@ class BlockedKernelOperator(KernelOperator):
                 (self.n_centres, w2.shape[1]), dtype=self.cache_dtype, device=self.device
             )
             for lo, hi in self._blocks(self.block_rows):
+                checkpoint()  # a cancel stops between blocks
                 out += _t_product(self._rows(lo, hi), w2[lo:hi])
         out = out.to(self.dtype)
         return out[:, 0] if squeeze else out
@@ -184,6 +189,7 @@ class BlockedKernelOperator(KernelOperator):
         out = torch.zeros((self.n_centres, v2.shape[1]), dtype=self.cache_dtype, device=self.device)
         size = self._fused_rows if self.cache is not None else self.block_rows
         for lo, hi in self._blocks(size):
+            checkpoint()  # a cancel stops between blocks
             k_block = self._rows(lo, hi)
             t = k_block @ v2
             if w is not None:

@@ -1,0 +1,221 @@
+"""Memory budgets: every job checks what it will need *before* allocating.
+
+A visitor can ask for 50,000 Nyström centres, upload 200 MB of duels or an items
+file with 20,000 columns; each of those used to be discovered by the operating
+system's out-of-memory killer. Callers (``workflow.train``, ``workflow.explain_duels``,
+the CLI, the model-file reader, the dashboard's upload step) estimate their peak from
+the sizes involved and call :func:`reserve` (or :func:`check`), which refuses with a
+:class:`~prefshap_core.errors.MemoryBudgetError` that says what to reduce.
+
+Budgets (:class:`MemoryBudget`): per job 25 % and per server (all jobs of this
+process together) 60 % of the machine's physical memory, unless
+``PREFSHAP_MEMORY_BUDGET`` says otherwise: ``JOB`` or ``JOB,SERVER``, each a number
+of bytes with an optional unit (``512M``, ``4G``, ``4GiB``) or a percentage of
+physical memory (``25%``). The estimates are deliberately simple upper bounds of the
+dominant arrays (documented at each function); they decide refusals, not sizes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from prefshap_core.errors import MemoryBudgetError
+
+if TYPE_CHECKING:
+    pass
+
+MEMORY_BUDGET_ENV = "PREFSHAP_MEMORY_BUDGET"
+JOB_FRACTION = 0.25
+SERVER_FRACTION = 0.60
+# Bytes of memory reading and building touch per byte of CSV (strings become Python
+# objects, then columns, then the model-space matrices): a 199 MB duels upload peaked
+# at 8 GB (issue 14), about 40 per byte. Revisit when the reader gets leaner.
+CSV_BYTES_PER_BYTE = 40
+UPLOAD_REDUCE = "the size of the files (fewer duels, fewer or shorter columns)"
+# The K_nM cache of the training operator (solvers.operator.DEFAULT_CACHE_BUDGET_BYTES).
+_KERNEL_CACHE_BYTES = 2 * 2**30
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def physical_memory_bytes() -> int:
+    """The machine's physical memory (a cgroup limit, when lower, wins)."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError):
+            text = open(limit_file, encoding="ascii").read().strip()  # noqa: SIM115
+            if text.isdigit() and 0 < int(text) < total:
+                total = int(text)
+    return int(total)
+
+
+def parse_size(text: str, physical: int | None = None) -> int:
+    """``"512M"``, ``"4GiB"``, ``"2e9"``, ``"25%"`` -> bytes (ValueError if not one)."""
+    value = text.strip().lower().replace(" ", "")
+    if value.endswith("%"):
+        share = float(value[:-1])
+        if not 0 < share <= 100:
+            raise ValueError(f"{MEMORY_BUDGET_ENV}: a percentage must be in (0, 100], got {text!r}")
+        return int(share / 100 * (physical if physical is not None else physical_memory_bytes()))
+    match = re.fullmatch(r"([0-9.e+]+)([kmgt]?)(i?b)?", value)
+    if not match:
+        raise ValueError(f"{MEMORY_BUDGET_ENV}: cannot read {text!r} (e.g. 4G, 512M, 25%)")
+    number = float(match.group(1))
+    if not number > 0:
+        raise ValueError(f"{MEMORY_BUDGET_ENV}: a budget must be positive, got {text!r}")
+    return int(number * _UNITS[match.group(2)])
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    job_bytes: int
+    server_bytes: int
+
+    @classmethod
+    def from_env(cls) -> MemoryBudget:
+        physical = physical_memory_bytes()
+        job = int(JOB_FRACTION * physical)
+        server = int(SERVER_FRACTION * physical)
+        configured = os.environ.get(MEMORY_BUDGET_ENV, "").strip()
+        if configured:
+            parts = configured.split(",")
+            job = parse_size(parts[0], physical)
+            server = parse_size(parts[1], physical) if len(parts) > 1 else max(server, job)
+        return cls(job_bytes=job, server_bytes=max(server, job))
+
+
+def current_budget() -> MemoryBudget:
+    """Read at every call: the environment may change between jobs (tests do)."""
+    return MemoryBudget.from_env()
+
+
+# -- estimates -------------------------------------------------------------------------
+def training_bytes(
+    n_train: int,
+    n_centres: int,
+    n_features: int,
+    itemsize: int = 8,
+    *,
+    kernel_cache_bytes: int = _KERNEL_CACHE_BYTES,
+) -> int:
+    """Peak of one training: the centre Gram, its Cholesky factor, the preconditioner's
+    ``A`` and the ``T T^T`` scratch (4 m^2), ``K_nM`` (cached up to
+    ``kernel_cache_bytes``, else recomputed by blocks) and the duel matrices. The
+    baseline UPM runs after the main model with the same sizes: no higher peak."""
+    m = max(0, min(int(n_centres), int(n_train)))
+    gram = 4 * m * m * itemsize
+    knm = min(int(n_train) * m * itemsize, int(kernel_cache_bytes)) + 64 * 2**20
+    rows = 4 * int(n_train) * max(1, int(n_features)) * 8
+    return int(gram + knm + rows)
+
+
+def kernel_cache_allowance(n_train: int, n_centres: int, n_features: int, itemsize: int = 8) -> int:
+    """How much of ``K_nM`` one training may cache within the job budget (chunking the
+    rest: the operator then recomputes blocks, slower but bounded)."""
+    without = training_bytes(n_train, n_centres, n_features, itemsize, kernel_cache_bytes=0)
+    return int(max(0, min(_KERNEL_CACHE_BYTES, current_budget().job_bytes - without)))
+
+
+def explain_bytes(
+    n_duels: int,
+    n_players: int,
+    n_coalitions: int,
+    cme_bytes: int,
+    n_features: int,
+) -> int:
+    """Peak of one explanation: coalition masks and the Kernel-SHAP design (K x p,
+    float64, about four copies: masks, Z, X, the pseudo-inverse), the coalition values
+    (K x duels, held in groups of at most 2^25), the CME backend's workspace and kept
+    factorizations (``cme_bytes``, from the backend), and the per-duel player data."""
+    k, p = int(n_coalitions), max(1, int(n_players))
+    design = 4 * k * p * 8
+    values = min(k * max(1, int(n_duels)), 1 << 25) * 8 * 2
+    duels = 4 * int(n_duels) * max(1, int(n_features)) * 8
+    return int(design + values + int(cme_bytes) + duels)
+
+
+# -- checking and reserving --------------------------------------------------------------
+_LOCK = threading.Lock()
+_RESERVED = {"bytes": 0}
+
+
+def reserved_bytes() -> int:
+    """Bytes reserved right now by running jobs of this process."""
+    return _RESERVED["bytes"]
+
+
+def check(need_bytes: int, what: str, reduce: str) -> None:
+    """Refuse ``what`` if it needs more than one job's budget.
+
+    ``reduce`` names what the user can lower, e.g. "the number of Nyström centres".
+    """
+    budget = current_budget()
+    if need_bytes > budget.job_bytes:
+        raise MemoryBudgetError(
+            f"{what} would need about {_gib(need_bytes)} of memory, more than the "
+            f"{_gib(budget.job_bytes)} one job may use here: reduce {reduce} "
+            f"(or raise {MEMORY_BUDGET_ENV})"
+        )
+
+
+@contextlib.contextmanager
+def reserve(need_bytes: int, what: str, reduce: str) -> Iterator[None]:
+    """:func:`check`, then hold ``need_bytes`` of the server budget while the block runs.
+
+    Refuses when the jobs already running leave too little, so that several
+    visitors together cannot exhaust the machine either.
+    """
+    check(need_bytes, what, reduce)
+    budget = current_budget()
+    with _LOCK:
+        in_use = _RESERVED["bytes"]
+        if in_use + need_bytes > budget.server_bytes:
+            raise MemoryBudgetError(
+                f"{what} would need about {_gib(need_bytes)} of memory, but other jobs on "
+                f"this server already hold {_gib(in_use)} of its {_gib(budget.server_bytes)}: "
+                f"try again when they finish, or reduce {reduce}"
+            )
+        _RESERVED["bytes"] = in_use + need_bytes
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _RESERVED["bytes"] -= need_bytes
+
+
+def _gib(n_bytes: int) -> str:
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.1f} GiB"
+    return f"{n_bytes / 2**20:.0f} MiB"
+
+
+EXPLAIN_REDUCE = "the number of duels, the coalition samples or the number of feature columns"
+TRAIN_REDUCE = "the number of Nyström centres (or the number of duels)"
+
+
+_M_ARENA_MAX = -8  # glibc mallopt parameter
+
+
+def limit_malloc_arenas(n_arenas: int) -> bool:
+    """Cap glibc's malloc arenas (a long-running server's memory, returned per round).
+
+    glibc gives every new thread its own arena, up to 8 per core, and memory freed in
+    one is rarely returned to the system: a server that runs each job in a fresh thread
+    grew ~20 MB per train/explain round that way. With a few shared arenas the freed
+    memory is reused. Call before the first worker thread; a no-op (False) off glibc.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        return bool(ctypes.CDLL(name).mallopt(_M_ARENA_MAX, max(1, int(n_arenas))))
+    except (OSError, AttributeError):
+        return False
