@@ -296,7 +296,9 @@ class Explainer:
             options.cme,
             game.problem,
             n_queries,
-            coalitions.n_coalitions if n_embeddings is None else n_embeddings(coalitions.masks),
+            coalitions.n_coalitions
+            if n_embeddings is None
+            else n_embeddings(coalitions.n_coalitions),
             self.compute,
             options.factor_cache_bytes,
         )

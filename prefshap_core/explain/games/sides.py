@@ -143,14 +143,10 @@ class SidesGame:
     def use(self, backend: CMEBackend) -> None:
         self.items.use(backend)
 
-    def n_embeddings(self, masks: np.ndarray) -> int:
-        """Distinct proper side coalitions among ``masks`` (what the CME backend solves)."""
-        p = self.n_groups
-        masks = np.asarray(masks, dtype=bool)
-        sides = np.vstack([masks[:, :p], masks[:, p:]])
-        sizes = sides.sum(1)
-        proper = sides[(sizes > 0) & (sizes < p)]
-        return len(np.unique(proper, axis=0)) if len(proper) else 0
+    def n_embeddings(self, n_coalitions: int) -> int:
+        """Side coalitions embedded for ``n_coalitions`` coalitions of the 2p players (what
+        the CME backend solves): two per coalition at most, and at most the 2^p there are."""
+        return min(2**self.n_groups, 2 * int(n_coalitions))
 
     def boundary(self, batch: DuelBatch) -> tuple[np.ndarray, np.ndarray]:
         """``v(empty, empty) = 0`` and ``v(all, all) = g`` (C-GPM: context-averaged)."""
