@@ -3,7 +3,7 @@
 With ``p`` item groups there are ``2p`` players, left's groups (``left:<group>``,
 bits ``0 .. p-1`` of a coalition) then right's (``right:<group>``, bits ``p .. 2p-1``).
 Under the paper's product reference distribution a coalition ``(S_l, S_r)`` is worth
-(METHOD.md's item value function with one coalition per side, issue 12)
+(docs/method.md, "Side-aware players")
 
     v(S_l, S_r) = sum_j alpha_j ( G_l(cl_j, x_l) G_r(cr_j, x_r) - G_r(cl_j, x_r) G_l(cr_j, x_l)
                   + c [G_l(cl_j, x_l) - G_l(cr_j, x_l) - G_r(cl_j, x_r) + G_r(cr_j, x_r)] )
