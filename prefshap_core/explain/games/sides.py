@@ -240,19 +240,23 @@ class _BoundSidesGame:
         values = game.c * ((u * left).sum(1)[lc] - (u * right).sum(1)[rc])  # (K, duels)
         if not game._product:
             return values
-        n_codes, n_rows, n_duels = right.shape
-        # B R_b for every code at once: (n_rows, codes * duels)
-        b_right = (game._b @ right.permute(1, 0, 2).reshape(n_rows, -1)).reshape(
+        # Only the codes each side uses: B R_b for the right ones, (rows, codes * duels).
+        used_left, li = np.unique(left_code, return_inverse=True)
+        used_right, ri = np.unique(right_code, return_inverse=True)
+        li, ri = c.index(li.reshape(-1)), c.index(ri.reshape(-1))
+        rights = right[c.index(used_right)]
+        n_codes, n_rows, n_duels = rights.shape
+        b_right = (game._b @ rights.permute(1, 0, 2).reshape(n_rows, -1)).reshape(
             n_rows, n_codes, n_duels
         )
-        b_right = b_right.permute(1, 0, 2)  # (codes, n_rows, duels)
-        n_left, n_right = len(np.unique(left_code)), len(np.unique(right_code))
-        if n_left * n_right <= _GRID_FACTOR * len(left_code):
+        b_right = b_right.permute(1, 0, 2)  # (right codes, n_rows, duels)
+        lefts = left[c.index(used_left)]
+        if len(used_left) * len(used_right) <= _GRID_FACTOR * len(left_code):
             # grid[d, l, r] = L_l(d)' B R_r(d) by one batched GEMM over the duels
-            grid = torch.bmm(left.permute(2, 0, 1), b_right.permute(2, 1, 0))
-            return values + grid[:, lc, rc].T
+            grid = torch.bmm(lefts.permute(2, 0, 1), b_right.permute(2, 1, 0))
+            return values + grid[:, li, ri].T
         step = max(1, _PAIR_CHUNK_ELEMENTS // max(1, n_rows * n_duels))
-        for s in range(0, len(lc), step):
+        for s in range(0, len(li), step):
             rows = slice(s, s + step)
-            values[rows] += (left[lc[rows]] * b_right[rc[rows]]).sum(1)
+            values[rows] += (lefts[li[rows]] * b_right[ri[rows]]).sum(1)
         return values
