@@ -30,6 +30,10 @@ from prefshap_core.cache import DiskCache, cache_dir, explanation_key
 from prefshap_core.errors import PrefShapError
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interaction_explanation import (
+    InteractionExplanation,
+    explain_interactions,
+)
 from prefshap_core.progress import Progress, with_deadline
 
 # The demo preparation gives up after this long (a planted or damaged cache entry, a
@@ -365,6 +369,35 @@ def explain_job_key(req: ExplainRequest) -> str:
 def forget_job(key: str) -> None:
     """Drop a finished job, so the same work can be asked for again."""
     state.drop_job(key)
+
+
+# -- interaction values ---------------------------------------------------------------------
+def interactions_or_job(
+    loaded: state.LoadedData, model: state.TrainedModel, req: ExplainRequest, *, page: str
+) -> tuple[InteractionExplanation | None, Job]:
+    """Exact interaction values of the item groups for an item request's duels, as a
+    job (kept in the session; the item explainer's factorizations are shared)."""
+    key = f"interactions:{req.key}"
+    job = state.job(key)
+    if job is None:
+        data = loaded.data
+        duels = req.duels
+
+        def work(progress: Progress) -> InteractionExplanation:
+            return explain_interactions(
+                model.result.function,
+                data.item_ids[data.left[duels]],
+                data.item_ids[data.right[duels]],
+                winners=data.y[duels],
+                duel_ids=data.duel_ids[duels],
+                explainer=explainer_for(model, req.options),
+                progress=progress,
+            )
+
+        count = "one duel" if len(duels) == 1 else f"{len(duels):,} duels"
+        label = f"Interaction values of {count}"
+        job = state.add_job(Job(key, label, work, page=page)).start()
+    return (job.result if job.state == "done" else None), job
 
 
 # -- the first screen -----------------------------------------------------------------------

@@ -15,11 +15,18 @@ from dashboard import services, state
 from dashboard.components.export import figure_exports, file_stem
 from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
+from dashboard.jobs import Job
 from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interaction_explanation import InteractionExplanation
 from prefshap_core.plots import bar, bar_table, beehive, dependence, interaction_partner
 
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+WHAT_WORDS = {
+    "items": "item features",
+    "context": "context features",
+    "sides": "item features of each side",
+}
 BAR_KINDS = {"mean_abs": "mean |value| (importance)", "mean": "mean value (direction)"}
 
 
@@ -46,21 +53,41 @@ def fetch(
     page: str,
 ) -> Explanation | None:
     """The explanation if ready; else draws its progress (or why it stopped) and returns None."""
-    what = "item features" if req.what == "items" else "context features"
+    what = WHAT_WORDS.get(req.what, req.what)
     count = "one duel" if len(req.duels) == 1 else f"{len(req.duels):,} duels"
     label = f"Explaining the {what} of {count}"
     expl, job = services.explanation_or_job(loaded, model, req, label=label, page=page)
     if expl is not None:
         return expl
     assert job is not None
+    _unfinished(job, "Explaining", "Explain again")
+    return None
+
+
+def fetch_interactions(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    req: services.ExplainRequest,
+    *,
+    page: str,
+) -> InteractionExplanation | None:
+    """Interaction values of an item request's duels if ready; else their progress."""
+    inter, job = services.interactions_or_job(loaded, model, req, page=page)
+    if inter is not None:
+        return inter
+    _unfinished(job, "Computing interaction values", "Compute again")
+    return None
+
+
+def _unfinished(job: Job, what: str, again: str) -> None:
+    """A job's progress while it runs; how it ended, with a retry button, otherwise."""
     if not job.finished:
         job_panel(job)
-        return None
-    job_outcome(job, what="Explaining")
-    if st.button("Explain again", key=f"retry:{job.key}", icon=":material/refresh:"):
+        return
+    job_outcome(job, what=what)
+    if st.button(again, key=f"retry:{job.key}", icon=":material/refresh:"):
         services.forget_job(job.key)
         st.rerun()
-    return None
 
 
 def sample_note(req: services.ExplainRequest, cap_hint: bool = True) -> None:

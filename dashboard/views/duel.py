@@ -1,4 +1,5 @@
-"""Duel page: one duel, the probability of each side winning, and its waterfall."""
+"""Duel page: one duel, the probability of each side winning, and its waterfall
+(optionally split by side: each side's own features as separate players)."""
 
 from __future__ import annotations
 
@@ -152,7 +153,14 @@ def render() -> None:
         + (" · held-out test duel" if np.any(model.result.split.test == duel) else "")
     )
 
-    items = _explained(loaded, model, duel, "items")
+    split = st.toggle(
+        "Split by side",
+        key=f"duel:split:{loaded.fingerprint}",
+        persist_state=state.PERSIST,
+        help="Each side's own features as separate players: how much of the preference "
+        "comes from this side's features, and how much from the other side's.",
+    )
+    items = _explained(loaded, model, duel, "sides" if split else "items")
     ctx = _explained(loaded, model, duel, "context") if model.kind == "cgpm" else None
     if items is None or (model.kind == "cgpm" and ctx is None):
         return
@@ -171,7 +179,12 @@ def render() -> None:
         )
     fig = waterfall(items_view, ctx_view)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="duel:waterfall")
-    stem = file_stem("waterfall", data.name, str(data.duel_ids[duel]), seen_from)
+    stem = file_stem(
+        "waterfall_by_side" if split else "waterfall",
+        data.name,
+        str(data.duel_ids[duel]),
+        seen_from,
+    )
     figure_exports(
         fig, stem, expl=items_view, key="duel:waterfall",
         provenance=provenance(loaded.title, services.model_description(model), 1),

@@ -1,4 +1,5 @@
-"""Explain page: global beehive + bar, for all test duels or a chosen subset.
+"""Explain page: global beehive + bar, for all test duels or a chosen subset, and the
+interaction heatmap of the item groups (a clicked cell opens the pair's plot).
 
 Subsets: duels between two groups of items (a category, or a numeric range such as
 ``Speed > 100``), seen from group A, optionally under one context; or all duels
@@ -14,8 +15,15 @@ import numpy as np
 import streamlit as st
 
 from dashboard import links, services, sources, state
-from dashboard.components.explanations import fetch, figures, require_model, sample_note
-from dashboard.components.export import provenance
+from dashboard.components.explanations import (
+    PLOT_CONFIG,
+    fetch,
+    fetch_interactions,
+    figures,
+    require_model,
+    sample_note,
+)
+from dashboard.components.export import figure_exports, file_stem, provenance, table_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
@@ -28,6 +36,9 @@ from prefshap_core.analysis.sides import (
     side_record,
 )
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
+from prefshap_core.plots import interaction_heatmap, interaction_scatter
+from prefshap_core.plots.export import interactions_to_csv
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
 VIEW_PARAM = {ALL: "all", GROUPS: "groups", CONTEXT: "context"}  # ?view= of each subset
@@ -242,6 +253,60 @@ def render() -> None:
                 ),
                 on_point=lambda row, shown=shown: _open_duel(loaded, shown, row),
             )
+            if what == "items":
+                _interactions(loaded, model, req, expl, subset.title)
+
+
+def _interactions(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    req: services.ExplainRequest,
+    expl: Explanation,
+    title: str,
+) -> None:
+    """Mean |interaction| of every pair of item groups; a clicked cell opens its pair."""
+    p = model.result.function.item_space.n_groups
+    show = st.toggle(
+        "Interactions between features",
+        key=f"explain:interactions:{loaded.fingerprint}",
+        persist_state=state.PERSIST,
+        help="Exact pairwise Shapley interaction values of the item groups over these "
+        "duels (seen from the winner): which features act together.",
+    )
+    if not show:
+        return
+    if not 2 <= p <= MAX_INTERACTION_PLAYERS:
+        st.info(
+            f"Interactions need 2 to {MAX_INTERACTION_PLAYERS} item groups; this model has {p}."
+        )
+        return
+    inter = fetch_interactions(loaded, model, req, page="explain")
+    if inter is None:
+        return
+    inter = inter.oriented_to_winner()
+    left, right = st.columns([3, 2])
+    with left:
+        fig = interaction_heatmap(inter, title=f"{title}: interactions")
+        event = st.plotly_chart(
+            fig, width="stretch", config=PLOT_CONFIG, key="explain:interactions",
+            on_select="rerun", selection_mode="points",
+        )  # fmt: skip
+        stem = file_stem("interactions", loaded.data.name, title)
+        figure_exports(fig, stem, key="explain:interactions")
+        table_download(
+            interactions_to_csv(inter), f"{stem}.csv", label="Values (CSV)",
+            key="explain:interactions-csv",
+        )  # fmt: skip
+    # The event is a dict (attribute access too, in a live app; a plain dict in tests).
+    selection = (event or {}).get("selection") or {}
+    picked = [p.get("customdata") for p in selection.get("points", []) if p.get("customdata")]
+    with right:
+        if not picked:
+            st.caption("Click a cell to see that pair's interaction in every duel.")
+            return
+        i, j = int(picked[0][0]), int(picked[0][1])
+        pair_fig = interaction_scatter(inter, expl.oriented_to_winner(), i, j)
+        st.plotly_chart(pair_fig, width="stretch", config=PLOT_CONFIG, key="explain:pair")
 
 
 run_guarded(render)

@@ -7,14 +7,22 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import links, services, state
-from dashboard.components.explanations import fetch, figures, require_model, sample_note
-from dashboard.components.export import provenance, table_download
+from dashboard.components.explanations import (
+    PLOT_CONFIG,
+    fetch,
+    figures,
+    require_model,
+    sample_note,
+)
+from dashboard.components.export import figure_exports, file_stem, provenance, table_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
 from prefshap_core import workflow
 from prefshap_core.csv_safety import to_csv_bytes
+from prefshap_core.plots import own_vs_opponents
+from prefshap_core.plots.own_vs_opponents import side_totals
 
 VIEWS = {"all": "All duels", "losses": "Losses", "wins": "Wins"}
 RESULT_OF_VIEW = {"losses": "lost", "wins": "won"}
@@ -170,7 +178,43 @@ def render() -> None:
                     bar_kind="mean",
                     on_point=open_point,
                 )  # fmt: skip
+        if view == "losses":
+            _own_vs_opponents(loaded, model, record, duels)
     _duel_table(loaded, record, view, opponent)
+
+
+def _own_vs_opponents(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    record: workflow.ItemRecord,
+    duels: np.ndarray,
+) -> None:
+    """Its losses with each side's features as separate players: its own vs its opponents'."""
+    show = st.toggle(
+        "Own features vs opponents' features",
+        key=f"players:sides:{loaded.fingerprint}",
+        persist_state=state.PERSIST,
+        help=f"Did {record.label} lose because of its own features or its opponents'? "
+        "Each side's item features become separate players.",
+    )
+    if not show:
+        return
+    req = services.request(loaded, model, duels, "sides")
+    sample_note(req, cap_hint=False)
+    expl = fetch(loaded, model, req, page="players")
+    if expl is None:
+        return
+    shown = expl.losses_of(record.item_id)
+    own, theirs = (float(t.mean()) for t in side_totals(shown))
+    st.caption(
+        f"Over its {shown.n_duels:,} losses, {record.label}'s own features moved the "
+        f"preference by {own:+.3f} on average and its opponents' features by {theirs:+.3f} "
+        f"(negative: towards the loss; mean preference {shown.outputs.mean():+.3f})."
+    )
+    fig = own_vs_opponents(shown, title=f"{record.label}: own vs opponents' features in losses")
+    st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="players:own-vs-opponents")
+    stem = file_stem("own_vs_opponents", loaded.data.name, record.item_id)
+    figure_exports(fig, stem, expl=shown, key="players:own-vs-opponents")
 
 
 def _duel_table(

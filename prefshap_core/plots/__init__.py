@@ -1,4 +1,6 @@
-"""Plotly figures of Explanations (no Streamlit): beehive, bar, waterfall, and export.
+"""Plotly figures of Explanations (no Streamlit): beehive, bar, waterfall (split by side
+for side-aware explanations), own vs opponents, interaction heatmap and pair scatter,
+and export.
 
 Importing this package does not import kaleido or start a browser; static export
 starts one on first use (see ``export``).
@@ -15,6 +17,9 @@ from prefshap_core.plots.export import (
     static_export_available,
     with_provenance,
 )
+from prefshap_core.plots.interaction_heatmap import interaction_heatmap
+from prefshap_core.plots.interaction_scatter import interaction_scatter
+from prefshap_core.plots.own_vs_opponents import own_vs_opponents
 from prefshap_core.plots.waterfall import waterfall
 
 __all__ = [
@@ -26,7 +31,10 @@ __all__ = [
     "figure_to_html",
     "figure_to_png",
     "figure_to_svg",
+    "interaction_heatmap",
     "interaction_partner",
+    "interaction_scatter",
+    "own_vs_opponents",
     "static_export_available",
     "waterfall",
     "with_provenance",

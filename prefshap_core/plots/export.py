@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.errors import StaticExportUnavailable
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interaction_explanation import InteractionExplanation
 
 DEFAULT_WIDTH = 820
 DEFAULT_HEIGHT = 500
@@ -343,3 +344,8 @@ def with_provenance(fig: go.Figure, text: str) -> go.Figure:
     )  # fmt: skip
     out.update_layout(margin={"b": bottom})
     return out
+
+
+def interactions_to_csv(inter: InteractionExplanation) -> bytes:
+    """UTF-8 CSV of ``inter.to_frame``: one row per duel, one ``<a>*<b>`` column per pair."""
+    return to_csv_bytes(inter.to_frame())
