@@ -65,7 +65,7 @@ def test_duel_page_split_by_side() -> None:
     at = settle(at)
     assert_clean(at)
     (chart,) = at.get("plotly_chart")
-    seen_from = at.radio[0].value
+    seen_from = next(r for r in at.radio if r.label == "Seen from").value
     names = [a["text"] for a in json.loads(chart.proto.spec)["layout"]["annotations"]]
     sections = [n for n in names if n.endswith("'s features")]
     assert len(sections) == 2  # one section per side, named in the margin
