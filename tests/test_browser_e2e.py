@@ -12,6 +12,7 @@ Pokémon data) times training and explaining Pokémon through the browser.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -213,7 +214,8 @@ def test_upload_train_and_a_players_losses(tmp_path: Path) -> None:
         # Train: cancel a first run (default settings: seconds of work), then train a
         # small C-GPM (fewer centres keep the test short).
         page.get_by_role("link", name="Train").click()
-        page.get_by_text("Dataset: Upload: items.csv + duels.csv").wait_for()
+        # uploads are named "Upload N: <files> · <digest>" (issue 10)
+        page.get_by_text(re.compile(r"Dataset: Upload \d+: items\.csv \+ duels\.csv")).wait_for()
         page.get_by_role("button", name="Train").click()
         page.get_by_role("button", name="Cancel").click()
         page.get_by_text("Training was cancelled").wait_for()
