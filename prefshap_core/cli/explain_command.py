@@ -95,6 +95,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+# One call per process: nothing to keep factorizations for, so each coalition takes its
+# cheapest solve (a kept factorization is solved for every centre, worth it only when
+# later calls reuse it, as in the dashboard).
+ONE_SHOT = 0
+
+
 def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     if args.exact and args.samples is not None:
@@ -172,6 +178,7 @@ def _explanation(
         n_samples=args.samples,
         seed=args.seed,
         cme=cme_options(args.cme_method),
+        factor_cache_bytes=ONE_SHOT,
     )
     contexts = _contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
     expl = Explainer(fn, options, compute=compute)(
@@ -199,7 +206,10 @@ def _interactions(
     compute: Compute,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     options = ExplainOptions(
-        what="items", max_exact_players=MAX_INTERACTION_PLAYERS, cme=cme_options(args.cme_method)
+        what="items",
+        max_exact_players=MAX_INTERACTION_PLAYERS,
+        cme=cme_options(args.cme_method),
+        factor_cache_bytes=ONE_SHOT,
     )
     inter = explain_interactions(
         fn,
