@@ -8,7 +8,7 @@ a first call over 1,000 test duels, then (median of ``--repeats``) one new duel
 between pool items that the first call did not query together, and one what-if
 duel (an edited covariate row, outside the pool). The same new duel through a
 fresh explainer (no kept factorizations) is the baseline of the same process.
-Target: the second call < 0.5 s. Also checks the kept and fresh numbers are equal.
+Target: the second call < 0.5 s. Also prints how far kept and fresh numbers differ.
 """
 
 from __future__ import annotations
@@ -65,13 +65,13 @@ def main() -> None:
         if a != b and (a, b) not in seen and (b, a) not in seen:
             pairs.append((a, b))
     kept, fresh, what_if = [], [], []
-    equal = True
+    worst = 0.0
     for a, b in pairs:
         t, e_kept = _seconds(lambda a=a, b=b: explainer(np.array([a]), np.array([b])))
         kept.append(t)
         t, e_fresh = _seconds(lambda a=a, b=b: Explainer(fn)(np.array([a]), np.array([b])))
         fresh.append(t)
-        equal &= bool(np.array_equal(e_kept.values, e_fresh.values))
+        worst = max(worst, float(np.abs(e_kept.values - e_fresh.values).max()))
         x = fn.items[[a]].copy()
         x[0, 0] += 0.5  # an edited covariate (model space): a hypothetical item
         t, _ = _seconds(lambda x=x, b=b: explainer(x, fn.items[[b]]))
@@ -86,7 +86,7 @@ def main() -> None:
     for name, times in (("kept, 1 new duel", kept), ("kept, 1 what-if duel", what_if)):
         med = statistics.median(times)
         print(f"| {name} | {med:.3f} | {base / med:.1f}x faster |")
-    print(f"kept and fresh values bitwise equal: {equal}")
+    print(f"largest |kept - fresh| value difference: {worst:.1e}")
 
 
 if __name__ == "__main__":

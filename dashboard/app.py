@@ -30,7 +30,7 @@ if str(_ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import services, sources, state  # noqa: E402
+from dashboard import links, services, sources, state  # noqa: E402
 from dashboard.components.guard import run_guarded  # noqa: E402
 from dashboard.components.progress import job_panel  # noqa: E402
 from dashboard.components.text import md  # noqa: E402
@@ -42,6 +42,8 @@ PAGES = {
     "explain": ("views/explain.py", "Explain", ":material/insights:"),
     "players": ("views/players.py", "Players", ":material/person_search:"),
     "duel": ("views/duel.py", "Duel", ":material/sports_mma:"),
+    "head-to-head": ("views/head_to_head.py", "Head-to-head", ":material/compare_arrows:"),
+    "rankings": ("views/rankings.py", "Rankings", ":material/leaderboard:"),
     "intransitivity": ("views/intransitivity.py", "Intransitivity", ":material/cycle:"),
 }
 FIRST_PAGE = "explain"  # the demo's explanation: useful at once
@@ -97,6 +99,7 @@ def main() -> None:
     }
     page = st.navigation(list(pages.values()))
     run_guarded(_prepare_demo)
+    run_guarded(links.apply)  # a new URL opens the view it describes
     current = next((name for name, (_, title, _) in PAGES.items() if title == page.title), "")
     run_guarded(lambda: _sidebar(current))
     page.run()

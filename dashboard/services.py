@@ -26,11 +26,16 @@ from dashboard import sources, state
 from dashboard.jobs import ABANDON_AFTER_S, Job
 from prefshap_core import workflow
 from prefshap_core.analysis.explorer import DatasetIntransitivity, dataset_intransitivity
+from prefshap_core.analysis.rankings import Rankings, rankings
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
 from prefshap_core.errors import PrefShapError
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.dask_executor import DaskExecutor
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interaction_explanation import (
+    InteractionExplanation,
+    explain_interactions,
+)
 from prefshap_core.progress import Progress, with_deadline
 
 # The demo preparation gives up after this long (a planted or damaged cache entry, a
@@ -57,7 +62,7 @@ def disk_cache() -> DiskCache:
     return _disk_cache(str(cache_dir()))
 
 
-Owner = tuple[str, str, str]  # (data fingerprint, settings fingerprint, "items"/"context")
+Owner = tuple[str, str, str]  # (data fingerprint, settings fingerprint, options key)
 
 
 class ExplanationStore:
@@ -168,6 +173,12 @@ def model_title(kind: str) -> str:
     return MODEL_TITLES.get(kind, kind)
 
 
+def model_description(model: state.TrainedModel) -> str:
+    """E.g. 'GPM (seed 0, 300 centres)': what exported figures name as their model."""
+    settings = model.result.settings
+    return f"{model_title(model.kind)} (seed {settings.seed}, {settings.n_centres:,} centres)"
+
+
 def start_training(
     loaded: state.LoadedData, settings: workflow.TrainSettings, *, page: str = "train"
 ) -> Job:
@@ -194,6 +205,29 @@ def collect_finished_jobs() -> None:
 
 
 # -- explanations ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Precision:
+    """How coalitions are chosen: the engine's default (exact up to its player limit,
+    sampled beyond), always exact, or ``n_samples`` sampled coalitions."""
+
+    mode: str = "auto"  # "auto" | "exact" | "sampled"
+    n_samples: int = 512
+
+    def options(self, what: str) -> ExplainOptions:
+        """The engine's options for explaining ``what`` ("items" | "context") so."""
+        if self.mode == "exact":
+            return ExplainOptions(what=what, max_exact_players=10**9)  # type: ignore[arg-type]
+        if self.mode == "sampled":
+            return ExplainOptions(what=what, max_exact_players=0, n_samples=int(self.n_samples))  # type: ignore[arg-type]
+        return ExplainOptions(what=what)  # type: ignore[arg-type]
+
+
+def session_precision() -> Precision:
+    """The session's choice (the precision control on the explaining pages)."""
+    mode, n_samples = state.precision()
+    return Precision(mode, n_samples)
+
+
 @dataclass(frozen=True, eq=False)
 class ExplainRequest:
     """Which duels to explain, after capping: what a page asks the engine for."""
@@ -220,11 +254,14 @@ def request(
     *,
     cap: int | None = DEFAULT_EXPLAIN_CAP,
     seed: int = 0,
+    precision: Precision | None = None,
 ) -> ExplainRequest:
-    """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation."""
+    """Cap ``duels`` to a seeded random sample of ``cap`` and key the explanation.
+
+    ``precision``: default the session's choice (:func:`session_precision`)."""
     n_available = len(np.unique(duels))
     duels = workflow.sample_duels(duels, cap, seed)
-    options = ExplainOptions(what=what, executor=cluster_executor())  # type: ignore[arg-type]
+    options = replace((precision or session_precision()).options(what), executor=cluster_executor())
     dtype = model.result.settings.dtype
     key = explanation_key(
         loaded.fingerprint, model.settings_fp, duels, options, dtype, cap_seed=seed
@@ -265,8 +302,10 @@ def explainer_for(model: state.TrainedModel, options: ExplainOptions) -> Explain
     return _explainer(key, options.key(), where, model.result.function, options)
 
 
-def _owner(loaded: state.LoadedData, model: state.TrainedModel, what: str) -> Owner:
-    return (loaded.fingerprint, model.settings_fp, what)
+def _owner(loaded: state.LoadedData, model: state.TrainedModel, options: ExplainOptions) -> Owner:
+    # Precision is part of the owner: a duel is never cut from an explanation made
+    # with other options.
+    return (loaded.fingerprint, model.settings_fp, options.key())
 
 
 def cached_explanation(
@@ -277,7 +316,7 @@ def cached_explanation(
     if expl is None:
         expl = disk_cache().load_explanation(req.key)
         if expl is not None:
-            store.put(req.key, _owner(loaded, model, req.what), expl)
+            store.put(req.key, _owner(loaded, model, req.options), expl)
     return expl
 
 
@@ -286,7 +325,7 @@ def duel_from_earlier(
 ) -> Explanation | None:
     """One duel's explanation cut from an explanation already made (e.g. a player's
     losses), so opening a duel from the Players page costs nothing."""
-    owner = _owner(loaded, model, what)
+    owner = _owner(loaded, model, session_precision().options(what))
     return explanation_store().find_duel(owner, str(loaded.data.duel_ids[duel]))
 
 
@@ -309,7 +348,7 @@ def explain_now(
     )
     expl = replace(expl, meta={**expl.meta, "dataset": loaded.title})
     disk_cache().save_explanation(req.key, expl)
-    explanation_store().put(req.key, _owner(loaded, model, req.what), expl)
+    explanation_store().put(req.key, _owner(loaded, model, req.options), expl)
     return expl
 
 
@@ -354,6 +393,35 @@ def explain_job_key(req: ExplainRequest) -> str:
 def forget_job(key: str) -> None:
     """Drop a finished job, so the same work can be asked for again."""
     state.drop_job(key)
+
+
+# -- interaction values ---------------------------------------------------------------------
+def interactions_or_job(
+    loaded: state.LoadedData, model: state.TrainedModel, req: ExplainRequest, *, page: str
+) -> tuple[InteractionExplanation | None, Job]:
+    """Exact interaction values of the item groups for an item request's duels, as a
+    job (kept in the session; the item explainer's factorizations are shared)."""
+    key = f"interactions:{req.key}"
+    job = state.job(key)
+    if job is None:
+        data = loaded.data
+        duels = req.duels
+
+        def work(progress: Progress) -> InteractionExplanation:
+            return explain_interactions(
+                model.result.function,
+                data.item_ids[data.left[duels]],
+                data.item_ids[data.right[duels]],
+                winners=data.y[duels],
+                duel_ids=data.duel_ids[duels],
+                explainer=explainer_for(model, req.options),
+                progress=progress,
+            )
+
+        count = "one duel" if len(duels) == 1 else f"{len(duels):,} duels"
+        label = f"Interaction values of {count}"
+        job = state.add_job(Job(key, label, work, page=page)).start()
+    return (job.result if job.state == "done" else None), job
 
 
 # -- the first screen -----------------------------------------------------------------------
@@ -441,3 +509,69 @@ def intransitivity(
     own cycles (seconds at most: computed here, kept per model in this process)."""
     key = tuple(sorted(context.items()))
     return _intransitivity(loaded.fingerprint, model.settings_fp, n_items, key, top, loaded, model)
+
+
+# -- deep links ------------------------------------------------------------------------------
+def model_by_fingerprint(loaded: state.LoadedData, settings_fp: str) -> state.TrainedModel | None:
+    """A model of ``loaded`` by its settings fingerprint, from the disk cache (or None)."""
+    result = disk_cache().load_training(loaded.fingerprint, settings_fp)
+    if result is None:
+        return None
+    return state.TrainedModel(result, loaded.fingerprint, settings_fp, from_cache=True)
+
+
+# -- explaining any pair (head-to-head, what-if) ------------------------------------------------
+def explain_pair(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    left: np.ndarray,
+    right: np.ndarray,
+    labels: tuple[str, str],
+    *,
+    ids: tuple[str, str] | None = None,
+    what: str = "items",
+    contexts: np.ndarray | None = None,
+    precision: Precision | None = None,
+) -> Explanation:
+    """The explanation of one duel ``left`` vs ``right``: item ids, or model-space rows
+    (what-if edits), ``labels`` their display names, ``ids`` the ids shown for them.
+    Through the server's explainer of this model and options, whose kept
+    factorizations make each edit fast; the same duel again (a rerun of the page)
+    comes from a small in-process store."""
+    options = (precision or session_precision()).options(what)
+    parts = [np.asarray(left), np.asarray(right)] + ([] if contexts is None else [contexts])
+    duel_key = "|".join(f"{p.dtype}:{p.shape}:{p.tobytes().hex()}" for p in parts)
+    expl = _pair_explanation(
+        (model.data_fp, model.settings_fp), options.key(), duel_key, model, options, left,
+        right, contexts,
+    )  # fmt: skip
+    shown_ids = ids or (str(expl.left_ids[0]), str(expl.right_ids[0]))
+    return replace(
+        expl,
+        duel_ids=np.array(["head-to-head"]),
+        left_ids=np.array([shown_ids[0]]),
+        right_ids=np.array([shown_ids[1]]),
+        left_labels=np.array([labels[0]]),
+        right_labels=np.array([labels[1]]),
+        meta={**expl.meta, "dataset": loaded.title},
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _pair_explanation(
+    model_key: tuple[str, str], options_key: str, duel_key: str,
+    _model: state.TrainedModel, _options: ExplainOptions, _left, _right, _contexts,
+) -> Explanation:  # fmt: skip
+    return explainer_for(_model, _options)(_left, _right, contexts=_contexts)
+
+
+# -- rankings -----------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _rankings(data_fp: str, settings_fp: str, _result: workflow.TrainingResult, _data) -> Rankings:
+    return rankings(_result.function, _data, upm=_result.baseline_function)
+
+
+def model_rankings(loaded: state.LoadedData, model: state.TrainedModel) -> Rankings:
+    """The Rankings page's table, computed once per model and process (the UPM
+    baseline's f(x) as its score when one was fitted, else Bradley-Terry)."""
+    return _rankings(loaded.fingerprint, model.settings_fp, model.result, loaded.data)

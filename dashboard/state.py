@@ -238,3 +238,62 @@ def demo_ready() -> bool:
 
 def mark_demo_ready() -> None:
     st.session_state[_DEMO_READY] = True
+
+
+# -- the analyst's views (head-to-head, deep links) ----------------------------------
+# Kept apart from the sections above so that other work on them merges cleanly.
+_PAIR = "selected_pair"  # dict[str, tuple[str, str]]: data fingerprint -> (item A, item B)
+_CONTEXT = "selected_context"  # dict[str, str]: fingerprint -> context slice label
+_LINK = "link_applied"  # dict[str, str]: the query parameters last applied or written
+
+
+def selected_pair(loaded: LoadedData) -> tuple[str, str] | None:
+    return st.session_state.setdefault(_PAIR, {}).get(loaded.fingerprint)
+
+
+def select_pair(loaded: LoadedData, a: str, b: str) -> None:
+    st.session_state.setdefault(_PAIR, {})[loaded.fingerprint] = (str(a), str(b))
+
+
+def selected_context(loaded: LoadedData) -> str | None:
+    return st.session_state.setdefault(_CONTEXT, {}).get(loaded.fingerprint)
+
+
+def select_context(loaded: LoadedData, label: str | None) -> None:
+    chosen = st.session_state.setdefault(_CONTEXT, {})
+    if label is None:
+        chosen.pop(loaded.fingerprint, None)
+    else:
+        chosen[loaded.fingerprint] = str(label)
+
+
+def link_seen() -> dict[str, str]:
+    """The query parameters this session last applied or wrote (to spot a new URL)."""
+    return st.session_state.setdefault(_LINK, {})
+
+
+def remember_link(params: dict[str, str]) -> None:
+    st.session_state[_LINK] = dict(params)
+
+
+_LINK_PENDING = "link_pending"  # dict[str, str]: a new URL's parameters not yet used
+
+
+def set_link_pending(params: dict[str, str]) -> None:
+    st.session_state[_LINK_PENDING] = dict(params)
+
+
+def pop_link_pending(name: str) -> str | None:
+    return st.session_state.setdefault(_LINK_PENDING, {}).pop(name, None)
+
+
+_PRECISION = "explain_precision"  # (mode, n_samples): how explanations choose coalitions
+
+
+def precision() -> tuple[str, int]:
+    """("auto" | "exact" | "sampled", number of sampled coalitions) for this session."""
+    return st.session_state.setdefault(_PRECISION, ("auto", 512))
+
+
+def set_precision(mode: str, n_samples: int) -> None:
+    st.session_state[_PRECISION] = (str(mode), int(n_samples))

@@ -152,6 +152,8 @@ class DiskCache:
                     test=npz["test"].astype(np.int64),
                 )
             function = load_model(folder / "model.npz")
+            baseline_file = folder / "baseline.npz"  # the UPM baseline, when one was fitted
+            baseline = load_model(baseline_file) if baseline_file.is_file() else None
             return TrainingResult(
                 data_name=str(info["data_name"]),
                 settings=settings,
@@ -162,6 +164,7 @@ class DiskCache:
                 rankability=float(info["rankability"]),
                 rankability_items=int(info["rankability_items"]),
                 seconds={k: float(v) for k, v in info["seconds"].items()},
+                baseline_function=baseline,
             )
         except Exception:  # any unreadable entry is a cache miss, never an error
             self._discard(folder)
@@ -182,6 +185,8 @@ class DiskCache:
 
         def write(tmp: Path) -> None:
             save_model(result.function, tmp / "model.npz")
+            if result.baseline_function is not None:
+                save_model(result.baseline_function, tmp / "baseline.npz")
             np.savez(
                 tmp / "split.npz",
                 train=np.asarray(result.split.train, dtype=np.int64),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -41,6 +42,9 @@ class TrainSettings:
     n_centres: int = 2000
     lengthscales: tuple[float, ...] | None = None  # one per item column (model space)
     lengthscale_scale: float | None = None
+    lengthscale_scales: tuple[float, ...] | None = None  # the scales to search (else automatic)
+    utility_weight: float | None = None  # GPM / C-GPM sum kernel weight (0: plain GPM)
+    utility_weights: tuple[float, ...] | None = None  # the weights to search (else automatic)
     context_lengthscales: tuple[float, ...] | None = None  # one per context column
     penalty: float | None = None
     loss: str = "logistic"
@@ -54,8 +58,12 @@ class TrainSettings:
     def model(
         self, kind: str | None = None, solver: SolverOptions | None = None
     ) -> PreferenceModel:
+        grid = {} if self.utility_weights is None else {"utility_weights": self.utility_weights}
         return make_model(
             kind or self.kind,
+            **grid,
+            lengthscale_scales=self.lengthscale_scales,
+            utility_weight=None if (kind or self.kind) == "upm" else self.utility_weight,
             n_centres=self.n_centres,
             lengthscales=None if self.lengthscales is None else np.asarray(self.lengthscales),
             lengthscale_scale=self.lengthscale_scale,
@@ -110,6 +118,9 @@ class TrainingResult:
             )
         return text
 
+    # The UPM fitted beside a GPM/C-GPM for comparison (its f(x) ranks items).
+    baseline_function: PreferenceFunction | None = None
+
     def to_json(self) -> dict[str, Any]:
         meta = self.function.metadata
         return {
@@ -126,6 +137,7 @@ class TrainingResult:
             "specr_items": self.rankability_items,
             "lengthscale_scale": meta.get("lengthscale_scale"),
             "penalty": meta.get("penalty"),
+            "utility_weight": meta.get("utility_weight"),
             "n_centres": len(self.function.alpha),
             **({} if self.cv is None else {"cv": {k: self.cv[k] for k in _CV_KEYS}}),
             "summary": self.summary(),
@@ -243,18 +255,21 @@ def _train_within_budget(
     metrics = {"validation": validation, "test": model.score(data, split.test)}
     baseline_metrics = None
     baseline_seconds = 0.0
+    baseline_function = None
     if with_baseline:
         upm = settings.model("upm", solver).fit(
             data, split.train, split.validation, progress.span(main_share, 0.95)
         )
         baseline_metrics = upm.score(data, split.test)
         baseline_seconds = upm.fit_seconds_
+        baseline_function = upm.function_
     cv = None
     if small:
         chosen_point = replace(
             settings,
             lengthscale_scale=chosen.lengthscale_scale,
             penalty=chosen.penalty,
+            utility_weight=None if settings.kind == "upm" else chosen.utility_weight,
             baseline=False,
         )
         cv = cross_validated_auc(data, chosen_point, cv_progress)
@@ -286,6 +301,7 @@ def _train_within_budget(
             "baseline": baseline_seconds,
             "total": time.perf_counter() - start,
         },
+        baseline_function=baseline_function,
     )
 
 
@@ -379,13 +395,21 @@ def _within(data: DuelData, within: np.ndarray | None) -> np.ndarray:
 
 
 def duels_of_item(
-    data: DuelData, item_id: str, outcome: str = "all", within: np.ndarray | None = None
+    data: DuelData,
+    item_id: str,
+    outcome: str = "all",
+    within: np.ndarray | None = None,
+    opponent: str | None = None,
 ) -> np.ndarray:
-    """Duel indices where ``item_id`` took part (``outcome``: all, wins, losses or ties)."""
+    """Duel indices where ``item_id`` took part (``outcome``: all, wins, losses or ties),
+    against ``opponent`` only when given."""
     row = data.item_index(item_id)
     idx = _within(data, within)
     left, right, y = data.left[idx], data.right[idx], data.y[idx]
     mine = (left == row) | (right == row)
+    if opponent is not None:
+        other = data.item_index(opponent)
+        mine &= (left == other) | (right == other)
     won = ((left == row) & (y > 0)) | ((right == row) & (y < 0))
     if outcome == "all":
         keep = mine
@@ -411,6 +435,27 @@ def group_columns(data: DuelData, max_values: int = 50) -> dict[str, list[str]]:
         numeric = pd.to_numeric(values, errors="coerce").notna().mean() > 0.8
         if 1 < n_unique <= max_values and not numeric:
             out[str(column)] = sorted(values.unique().tolist())
+    return out
+
+
+def numeric_item_columns(data: DuelData) -> list[str]:
+    """Numeric columns of the raw item table (for range selections like Speed > 100):
+    those the model reads as numbers, with more than two distinct values."""
+    if data.raw_items is None:
+        return []
+    spec_numeric = {
+        name
+        for g, name in enumerate(data.item_space.group_names)
+        if len(data.item_space.group_columns(g)) == 1
+        and data.item_space.feature_names[data.item_space.group_columns(g)[0]] == name
+    }
+    out = []
+    for column in data.raw_items.columns:
+        if str(column) not in spec_numeric:
+            continue
+        numbers = pd.to_numeric(data.raw_items[column], errors="coerce")
+        if numbers.notna().all() and numbers.nunique() > 2:
+            out.append(str(column))
     return out
 
 
@@ -495,6 +540,52 @@ def item_record(data: DuelData, item_id: str) -> ItemRecord:
         duels=table,
         ties=int(tied.sum()),
     )
+
+
+def find_item(data: DuelData, text: str) -> str | None:
+    """The id of the item named ``text`` (its id, or its label; case-insensitive)."""
+    wanted = text.strip().casefold()
+    ids = np.asarray(data.item_ids).astype(str)
+    for candidates in (ids, np.asarray(data.labels).astype(str)):
+        hits = np.flatnonzero(np.char.lower(candidates) == wanted)
+        if len(hits):
+            return str(ids[hits[0]])
+    return None
+
+
+def parse_pair(data: DuelData, text: str) -> tuple[str, str] | None:
+    """``"A vs B"`` (names or ids, any case) -> the two item ids, or None if not a pair.
+
+    Raises KeyError naming a side that matches no item."""
+    parts = re.split(r"\s+vs\.?\s+", text.strip(), maxsplit=1, flags=re.IGNORECASE)
+    if len(parts) != 2:
+        return None
+    found = [find_item(data, part) for part in parts]
+    for part, item in zip(parts, found, strict=True):
+        if item is None:
+            raise KeyError(f"no item is named {part.strip()!r}")
+    return found[0], found[1]  # type: ignore[return-value]
+
+
+def explain_input_table(data: DuelData, duels: np.ndarray) -> pd.DataFrame:
+    """Duels in ``prefshap explain --duels`` format: ``left, right, winner`` (ids), the
+    model's context columns in raw units (C-GPM data), then ``duel_id``."""
+    duels = np.asarray(duels, dtype=np.int64)
+    ids = np.asarray(data.item_ids).astype(str)
+    table = pd.DataFrame(
+        {
+            "left": ids[data.left[duels]],
+            "right": ids[data.right[duels]],
+            "winner": ids[data.winners()[duels]],
+        }
+    )
+    if data.contexts is not None and data.context_index is not None:
+        assert data.context_space is not None
+        raw = data.context_space.to_raw(data.contexts[data.context_index[duels]])
+        for j, name in enumerate(data.context_space.feature_names):
+            table[name] = raw[:, j]
+    table["duel_id"] = data.duel_ids[duels]
+    return table
 
 
 # -- fingerprints (cache keys) -------------------------------------------------------

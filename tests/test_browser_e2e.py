@@ -12,6 +12,7 @@ Pokémon data) times training and explaining Pokémon through the browser.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -213,7 +214,8 @@ def test_upload_train_and_a_players_losses(tmp_path: Path) -> None:
         # Train: cancel a first run (default settings: seconds of work), then train a
         # small C-GPM (fewer centres keep the test short).
         page.get_by_role("link", name="Train").click()
-        page.get_by_text("Dataset: Upload: items.csv + duels.csv").wait_for()
+        # uploads are named "Upload N: <files> · <digest>" (issue 10)
+        page.get_by_text(re.compile(r"Dataset: Upload \d+: items\.csv \+ duels\.csv")).wait_for()
         page.get_by_role("button", name="Train").click()
         page.get_by_role("button", name="Cancel").click()
         page.get_by_text("Training was cancelled").wait_for()
@@ -238,7 +240,9 @@ def test_upload_train_and_a_players_losses(tmp_path: Path) -> None:
         points = _wait_for_plot(page, "Swift Otter: losses")
         assert points >= 13, points  # its 13 losses, one point per duel and feature row
         _wait_until_idle(page)  # both tabs (items, context) explained
-        assert _plot_count(page, "Swift Otter: losses (13)") == 4  # beehive + bar, 2 tabs
+        # beehive + bar in 2 tabs (each tab's dependence plot sits in an expander)
+        shown = _plot_count(page, "Swift Otter: losses (13)") - _plot_count(page, "dependence of")
+        assert shown == 4
         _no_error_on(page)
         shot = ARTIFACTS / "e2e_players_losses.png"
         page.screenshot(path=str(shot), full_page=True)
@@ -301,3 +305,101 @@ def test_pokemon_from_the_browser(tmp_path: Path) -> None:
         )
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "e2e_pokemon_explain.png"), full_page=True)
+
+
+def _first_point_position(page, title: str) -> tuple[float, float] | None:
+    """Page coordinates of the first point of the plot titled ``title`` (None if none)."""
+    return page.evaluate(
+        """(title) => {
+            for (const div of document.querySelectorAll('.js-plotly-plot')) {
+                const t = div.layout && div.layout.title;
+                if (!String((t && (t.text || t)) || '').includes(title)) continue;
+                const trace = (div._fullData || []).find((tr) => tr._length > 0);
+                const full = div._fullLayout;
+                if (!trace || !full) return null;
+                const x = trace.x[0], y = trace.y[0];
+                const box = div.getBoundingClientRect();
+                return [box.left + full.xaxis._offset + full.xaxis.l2p(x),
+                        box.top + full.yaxis._offset + full.yaxis.l2p(y)];
+            }
+            return null;
+        }""",
+        title,
+    )
+
+
+def _metric_value(page, label_start: str) -> str:
+    metric = page.locator('[data-testid="stMetric"]').filter(has_text=label_start).first
+    return metric.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def test_head_to_head_link_what_if_and_a_beehive_click(tmp_path: Path) -> None:
+    """A deep link to a head-to-head of two demo items shows its waterfall and the
+    probability; a what-if edit changes the probability; a beehive click opens a duel.
+    Screenshots of each view go to artifacts/."""
+    _require_browser()
+    ARTIFACTS.mkdir(exist_ok=True)
+    from prefshap_core.datasets import synthetic_clusters
+
+    demo = synthetic_clusters(n_items=400, n_duels=3000, seed=0)  # the app's demo data
+    a, b = str(demo.item_ids[5]), str(demo.item_ids[9])
+    with running_app(tmp_path) as (url, _), browser_page() as page:
+        page.goto(url)
+        _wait_for_plot(page, "All test duels")
+        _wait_until_idle(page)
+        page.screenshot(path=str(ARTIFACTS / "view_explain.png"), full_page=True)
+
+        # A deep link (a new session) to the head-to-head of two demo items.
+        page.goto(f"{url}/head-to-head?dataset=demo&a={a}&b={b}")
+        page.get_by_role("heading", name="Head-to-head").wait_for()
+        _wait_for_plot(page, "P(", webgl=False)  # the waterfall, seen from A
+        before = _metric_value(page, f"P({a} beats {b})")
+        assert before.endswith(" %"), before
+        _no_error_on(page)
+        _wait_until_idle(page)
+        page.screenshot(path=str(ARTIFACTS / "view_head_to_head.png"), full_page=True)
+
+        # What-if: A's x0 set to the top of its range changes the probability.
+        page.get_by_text("What if… edit either side's covariates").click()
+        box = page.get_by_role("spinbutton", name="x0").first
+        box.fill("3")
+        started = time.monotonic()
+        box.press("Enter")
+        page.get_by_text(f"P({a} (edited) beats {b})").wait_for()
+        print(
+            f"\nwhat-if edit to new probability (demo, browser): {time.monotonic() - started:.2f} s"
+        )
+        after = _metric_value(page, f"P({a} (edited) beats {b})")
+        assert after != before, (before, after)
+        _no_error_on(page)
+        _wait_until_idle(page)
+        page.screenshot(path=str(ARTIFACTS / "view_what_if.png"), full_page=True)
+
+        # Rankings.
+        page.get_by_role("link", name="Rankings").click()
+        page.get_by_role("heading", name="Rankings").wait_for()
+        page.locator('[data-testid="stDataFrame"]').first.wait_for()
+        _no_error_on(page)
+        page.screenshot(path=str(ARTIFACTS / "view_rankings.png"), full_page=True)
+
+        # Players, with the dependence plot open.
+        page.get_by_role("link", name="Players").click()
+        page.get_by_text("Player (type to search by name or id)").wait_for()
+        _wait_for_plot(page, "all duels")
+        _wait_until_idle(page)
+        page.get_by_text("Dependence plot: one feature's value").first.click()
+        _wait_for_plot(page, "dependence of", timeout_s=60)
+        page.screenshot(path=str(ARTIFACTS / "view_players_dependence.png"), full_page=True)
+
+        # A click on a beehive point of the Explain page opens that duel.
+        page.get_by_role("link", name="Explain").click()
+        _wait_for_plot(page, "All test duels")
+        _wait_until_idle(page)
+        point = _first_point_position(page, "All test duels")
+        assert point is not None
+        page.mouse.click(point[0], point[1])
+        page.get_by_role("heading", name="Duel").wait_for()
+        _wait_for_plot(page, "P(", webgl=False)
+        _no_error_on(page)
+        page.screenshot(path=str(ARTIFACTS / "view_duel.png"), full_page=True)
+        print(f"screenshots: {sorted(p.name for p in ARTIFACTS.glob('view_*.png'))}")

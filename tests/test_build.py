@@ -97,7 +97,8 @@ def test_too_many_categories_says_what_to_do() -> None:
 
 def test_imputation_is_reported_and_uses_median_and_most_frequent() -> None:
     raw = table("id,x,c\na,1,p\nb,,q\nc,10,q\nd,4,\ne,,q\n", "f.csv")
-    encoded = encode_table(raw, file_name="f.csv", columns=["x", "c"])
+    # (40% missing: without the option, x would get a missing indicator instead)
+    encoded = encode_table(raw, file_name="f.csv", columns=["x", "c"], missing_indicator_share=None)
     notes = {note.column: note for note in encoded.notes}
     assert notes["x"].n_missing == 2 and notes["x"].filled_with == "median 4"
     assert notes["c"].n_missing == 1 and "'q'" in notes["c"].filled_with
@@ -126,7 +127,7 @@ def test_standardisation_is_on_the_table_and_constant_columns_keep_scale_one() -
 
 def test_encode_rows_reuses_categories_fills_and_scaling() -> None:
     raw = table("id,x,c\na,1,p\nb,,q\nc,10,q\nd,4,r\n", "f.csv")
-    fitted = encode_table(raw, file_name="f.csv", columns=["x", "c"])
+    fitted = encode_table(raw, file_name="f.csv", columns=["x", "c"], missing_indicator_share=None)
     again = encode_rows(raw, fitted.spec)
     np.testing.assert_array_equal(again.model, fitted.model)
     new = encode_rows(table("x,c\n2,r\n,p\n", "new.csv"), fitted.spec, file_name="new.csv")
@@ -162,9 +163,10 @@ def test_build_reads_outcomes_labels_contexts_and_reports() -> None:
     winners = dict(zip(data.duel_ids, data.item_ids[data.winners()], strict=True))
     assert winners == {"1": "a", "2": "c", "3": "c", "4": "d"}
     assert data.raw_duels["winner"].tolist() == [winners[d] for d in data.duel_ids]
-    # contexts: unique rows, per-duel index, readable labels; the missing venue imputed
-    assert sorted(data.context_labels.tolist()) == ["away", "home"]
-    assert data.context_labels[data.context_index].tolist() == ["home", "away", "home", "home"]
+    # contexts: unique rows, per-duel index, readable labels; a quarter of the venues
+    # are missing, so the missing one is marked by an indicator (not made "home")
+    assert sorted(data.context_labels.tolist()) == ["away", "home", "venue ?"]
+    assert data.context_labels[data.context_index].tolist() == ["home", "away", "venue ?", "home"]
     assert data.context_weights().sum() == 4
     imputed = {(n.table, n.column): n.n_missing for n in data.report.imputed}
     assert imputed == {("items", "speed"): 1, ("items", "style"): 1, ("context", "venue"): 1}

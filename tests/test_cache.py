@@ -67,6 +67,10 @@ def test_training_round_trip(tmp_path: Path, trained) -> None:
     assert back.metrics == result.metrics and back.baseline_metrics == result.baseline_metrics
     assert back.rankability == result.rankability
     assert back.rankability_items == result.rankability_items
+    # The UPM baseline's function is kept too (the Rankings page's utility score).
+    assert result.baseline_function is not None and back.baseline_function is not None
+    assert back.baseline_function.kind == "upm"
+    np.testing.assert_array_equal(back.baseline_function.alpha, result.baseline_function.alpha)
     for part in ("train", "validation", "test"):
         np.testing.assert_array_equal(getattr(back.split, part), getattr(result.split, part))
     test = result.split.test

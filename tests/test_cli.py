@@ -150,3 +150,23 @@ def test_train_takes_explicit_lengthscales_as_they_are(tmp_path, capsys):
         main(["train", "--data", str(SAMPLE), "--out", str(out), "--lengthscales", "1,-2"])
     assert exit_info.value.code == 2
     assert "lengthscales must be positive" in capsys.readouterr().err
+
+
+def test_train_takes_the_utility_weight_and_the_search_grids(tmp_path, capsys):
+    out = tmp_path / "w.npz"
+    code = main(["train", "--data", str(SAMPLE), "--model", "gpm", "--out", str(out),
+                 "--n-centres", "100", "--penalty", "1e-4", "--quiet",
+                 "--utility-weight", "5", "--lengthscale-scales", "1.5,3"])  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["utility_weight"] == 5.0 and report["lengthscale_scale"] in (1.5, 3.0)
+    assert load_model(out).utility_weight == 5.0
+    code = main(["train", "--data", str(SAMPLE), "--model", "gpm", "--out", str(out),
+                 "--n-centres", "100", "--penalty", "1e-4", "--lengthscale-scale", "2",
+                 "--quiet", "--utility-weights", "0,50"])  # fmt: skip
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["utility_weight"] in (0.0, 50.0)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--data", str(SAMPLE), "--out", str(out), "--utility-weights", "1,-2"])
+    assert exit_info.value.code == 2
+    assert "utility weights must be finite numbers >= 0" in capsys.readouterr().err

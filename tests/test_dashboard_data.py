@@ -21,17 +21,19 @@ PAGES = {
     "explain": "Explain",
     "players": "Players",
     "duel": "Duel",
+    "head_to_head": "Head-to-head",
+    "rankings": "Rankings",
 }
 
 
 def test_first_screen_is_the_demo_explained() -> None:
     at = new_app()
     assert [t.value for t in at.title] == ["Explain"]
-    assert len(at.get("plotly_chart")) == 2  # beehive + bar
+    assert len(at.get("plotly_chart")) == 3  # beehive, bar, dependence
     assert "demo" in texts(at)
     labels = export_labels(at)
     for kind in ("PNG", "SVG", "HTML", "CSV"):
-        assert labels.count(kind) == 2, labels  # one set per figure
+        assert labels.count(kind) == 3, labels  # one set per figure (beehive, bar, dependence)
 
 
 def test_navigation_through_every_page_with_exports() -> None:
@@ -42,7 +44,7 @@ def test_navigation_through_every_page_with_exports() -> None:
         assert [t.value for t in at.title] == [title]
         labels = set(export_labels(at))
         if page == "players":
-            assert len(at.get("plotly_chart")) == 2  # beehive + bar of the item's duels
+            assert len(at.get("plotly_chart")) == 3  # beehive, bar, dependence of its duels
             assert {"PNG", "SVG", "HTML", "CSV", "Duels (CSV)"} <= labels
         elif page == "duel":
             assert len(at.get("plotly_chart")) == 1  # the waterfall
@@ -50,7 +52,12 @@ def test_navigation_through_every_page_with_exports() -> None:
         elif page == "train":
             assert {"Model file (.npz)", "Metrics (.json)"} <= labels
         elif page == "explain":
-            assert len(at.get("plotly_chart")) == 2
+            assert len(at.get("plotly_chart")) == 3
+        elif page == "head_to_head":
+            assert len(at.get("plotly_chart")) == 1  # the pair's waterfall
+            assert {"PNG", "SVG", "HTML", "CSV"} <= labels
+        elif page == "rankings":
+            assert "Rankings (CSV)" in labels
 
 
 def test_choosing_a_builtin_dataset() -> None:

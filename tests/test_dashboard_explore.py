@@ -62,8 +62,8 @@ def test_explain_under_one_context() -> None:
     at = settle(at)
     assert_clean(at)
     assert [t.label for t in at.tabs] == ["Item features", "Context features"]
-    assert len(at.get("plotly_chart")) == 4
-    assert export_labels(at).count("CSV") == 4
+    assert len(at.get("plotly_chart")) == 6  # beehive, bar, dependence per tab
+    assert export_labels(at).count("CSV") == 6
 
 
 def test_player_view_losses_and_duel() -> None:
@@ -77,7 +77,7 @@ def test_player_view_losses_and_duel() -> None:
         at.button_group(key=f"players:view:{fp}").set_value(view)
         at = settle(at)
         assert_clean(at)
-        assert len(at.get("plotly_chart")) == 4  # items and context: beehive + bar each
+        assert len(at.get("plotly_chart")) == 6  # items and context: beehive, bar, dependence
         assert f"{VIEW_WORD[view]} ({n})" in at.get("plotly_chart")[0].proto.spec
         table = at.dataframe[-1].value
         assert len(table) == min(n, 20)  # first page of the duels table
@@ -96,7 +96,8 @@ def test_player_view_losses_and_duel() -> None:
     at = goto(at, "duel")
     assert_clean(at)
     assert f"Duel {lost['duel_id']}:" in texts(at)
-    assert at.radio[0].value == "c01"  # seen from the player who was selected
+    pov = next(r for r in at.radio if r.key.startswith("duel:pov:"))
+    assert pov.value == "c01"  # seen from the player who was selected
     probs = [m for m in at.metric if m.label.startswith("P(")]
     p_me = float(probs[0].value.rstrip("%"))
     p_other = float(probs[1].value.rstrip("%"))
@@ -109,12 +110,12 @@ def test_player_view_losses_and_duel() -> None:
 def test_duel_by_id() -> None:
     at = goto(new_app(), "duel")
     fp = _fingerprint(at)
-    box = next(t for t in at.text_input if t.label == "Duel id")
+    box = next(t for t in at.text_input if t.label.startswith("Duel id"))
     box.set_value("17")
     at = settle(at)
     assert_clean(at)
     assert "Duel 17:" in texts(at)
-    box = next(t for t in at.text_input if t.label == "Duel id")
+    box = next(t for t in at.text_input if t.label.startswith("Duel id"))
     box.set_value("no-such-duel").run()
     assert not at.exception
     assert any("no-such-duel" in shown(e.value) for e in at.error)

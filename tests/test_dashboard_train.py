@@ -54,7 +54,7 @@ def test_training_shows_auc_next_to_upm_and_specr() -> None:
     at = goto(at, "explain")
     assert_clean(at)
     assert [t.label for t in at.tabs] == ["Item features", "Context features"]
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 6  # beehive, bar, dependence per tab
     # The same settings again come from the disk cache, without a job.
     at = goto(at, "train")
     next(b for b in at.button if b.label == "Train").click().run()

@@ -15,6 +15,7 @@ from test_dashboard_support import (
     new_app,
     sample_upload,
     settle,
+    shown,
     texts,
 )
 
@@ -22,7 +23,7 @@ BAD_ROWS = (SAMPLE / "duels.csv").read_text() + "c01,nobody,c01,indoor\nc02,c03,
 
 
 def sidebar_text(at: AppTest) -> str:
-    return "\n".join(str(m.value) for m in at.sidebar.markdown)
+    return "\n".join(shown(m.value) for m in at.sidebar.markdown)
 
 
 def test_lenient_upload_drops_bad_rows_and_offers_the_report() -> None:

@@ -6,6 +6,8 @@ The reference expands the unique contexts by their counts and solves the dense
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -13,7 +15,11 @@ from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.cme.embedding import CoalitionEmbedding
-from prefshap_core.explain.reference import context_shapley, random_preference_function
+from prefshap_core.explain.reference import (
+    context_shapley,
+    g_direct,
+    random_preference_function,
+)
 
 ITEM_GROUPS = [("a", 1), ("type", 3), ("b", 1)]
 CONTEXT_GROUPS = [("indoor", 1), ("surface", 3), ("altitude", 1)]
@@ -116,3 +122,23 @@ def test_sampled_context():
     assert some.meta["shapley"] == "sampled" and some.meta["n_coalitions"] < 6
     assert some.efficiency_gap() < 1e-12
     assert some.standard_errors.shape == some.values.shape
+
+
+@pytest.mark.parametrize("utility_weight", [0.7, 40.0])
+def test_sum_kernel_context_values_match_reference_and_are_efficient(utility_weight):
+    """Xi_j = k_E(...) + w k_UPM(...): exact against the slow reference, efficient."""
+    fn, left, right, contexts = make(4)
+    fn = replace(fn, utility_weight=utility_weight)
+    e = explain(fn, left, right, contexts)
+    for i in range(len(left)):
+        x_l, x_r = fn.items[left[i]], fn.items[right[i]]
+        assert g_direct(fn, x_l, x_r, contexts[i][None, :]) == pytest.approx(
+            fn.decision(x_l, x_r, contexts[i])[0], abs=1e-10
+        )
+        phi, base, output = context_shapley(fn, x_l, x_r, contexts[i], fn.context_cme_lambda)
+        np.testing.assert_allclose(e.values[i], phi, atol=1e-8, rtol=0)
+        assert e.base_values[i] == pytest.approx(base, abs=1e-10)
+        assert e.outputs[i] == pytest.approx(output, abs=1e-10)
+    assert e.efficiency_gap() < 1e-10
+    swapped = explain(fn, right, left, contexts)
+    np.testing.assert_allclose(swapped.values, -e.values, atol=1e-12)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from prefshap_core.explain import explainer as explainer_module
 from prefshap_core.explain.cme.embedding import CoalitionEmbedding
 from prefshap_core.explain.games.items import ItemGame
 from prefshap_core.explain.reference import (
+    g_direct,
     item_shapley,
     item_value_of_players,
     random_preference_function,
@@ -162,3 +165,24 @@ def test_cuda_matches_cpu():
     gpu = explain(fn, left, right, compute=Compute(device="cuda"))
     np.testing.assert_allclose(gpu.values, cpu.values, atol=1e-10)
     assert gpu.efficiency_gap() < 1e-10
+
+
+@pytest.mark.parametrize("kind", ["gpm", "cgpm"])
+@pytest.mark.parametrize("utility_weight", [0.7, 40.0])
+def test_sum_kernel_models_match_reference_and_are_efficient(kind, utility_weight):
+    """w > 0: v(S) = GPM value + w * utility value, exact against the slow reference."""
+    fn = random_preference_function(kind, n_items=14, n_centres=12, groups=GROUPS, seed=8, levels=2)
+    fn = replace(fn, utility_weight=utility_weight)
+    left, right = duels(fn, 7, seed=5)
+    for a, b in zip(left, right, strict=True):  # the reference's g is the model's
+        assert g_direct(fn, fn.items[a], fn.items[b]) == pytest.approx(
+            fn.decision(fn.items[a], fn.items[b])[0], abs=1e-10
+        )
+    explanation = explain(fn, left, right)
+    assert_matches_reference(fn, left, right, explanation)
+    assert explanation.efficiency_gap() < 1e-10
+    swapped = explain(fn, right, left)
+    np.testing.assert_allclose(swapped.values, -explanation.values, atol=1e-12)
+    # the utility part is really in there
+    plain = explain(replace(fn, utility_weight=0.0), left, right)
+    assert np.abs(plain.values - explanation.values).max() > 1e-3

@@ -24,8 +24,12 @@ DUELS = pd.DataFrame({"left": ["a", "b", "c"], "right": ["b", "c", "a"], "winner
 )  # fmt: skip
 def test_reserved_item_covariates_are_refused_at_upload(column: str) -> None:
     items = ITEMS.assign(**{column: ["4", "5", "7"]})
+    opt_in = {}
+    if column == "duel_id":  # an identifier-like name is set aside unless opted in
+        assert column not in build_duel_data(items, DUELS, name="t").item_space.feature_names
+        opt_in = {"use_columns": (column,)}
     with pytest.raises(DataValidationError) as caught:
-        build_duel_data(items, DUELS, name="t")
+        build_duel_data(items, DUELS, name="t", **opt_in)
     assert caught.value.column == column and caught.value.file == "items.csv"
 
 

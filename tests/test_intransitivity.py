@@ -54,8 +54,11 @@ def _function(kind: str, seed: int = 0, n: int = 40, m: int = 15) -> PreferenceF
 
 # -- the preference matrix ---------------------------------------------------------
 @pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
-def test_preference_matrix_is_the_models_g_exactly_skew(kind):
+@pytest.mark.parametrize("utility_weight", [0.0, 3.0])
+def test_preference_matrix_is_the_models_g_exactly_skew(kind, utility_weight):
     fn = _function(kind)
+    if kind != "upm":  # the sum kernel k_E + w k_UPM (a UPM has no weight)
+        fn = dataclasses.replace(fn, utility_weight=utility_weight)
     rows = np.array([5, 0, 17, 3, 39, 22])
     g = preference_matrix(fn, rows)
     a, b = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")

@@ -1,15 +1,23 @@
 import io
+import re
 
 import numpy as np
 import pytest
 
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.errors import ModelFileError
-from prefshap_core.models.model_file import load_model, model_arrays, save_model
+from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.models.model_file import (
+    DOCUMENTED_ARRAYS,
+    load_model,
+    model_arrays,
+    save_model,
+)
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.paths import repo_root
 
 
-def _random_function(kind: str, seed: int = 0) -> PreferenceFunction:
+def _random_function(kind: str, seed: int = 0, utility_weight: float = 0.0) -> PreferenceFunction:
     rng = np.random.default_rng(seed)
     n, m = 30, 12
     space = FeatureSpace(
@@ -49,14 +57,16 @@ def _random_function(kind: str, seed: int = 0) -> PreferenceFunction:
         centres_right=items[cr],
         alpha=rng.normal(size=m),
         cme_lambda=0.001,
+        utility_weight=0.0 if kind == "upm" else utility_weight,
         metadata={"dataset": "unit", "auc": 0.9},
         **extra,
     )
 
 
 @pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
-def test_round_trip_gives_identical_g(tmp_path, kind):
-    fn = _random_function(kind)
+@pytest.mark.parametrize("utility_weight", [0.0, 3.5])
+def test_round_trip_gives_identical_g(tmp_path, kind, utility_weight):
+    fn = _random_function(kind, utility_weight=utility_weight)
     path = save_model(fn, tmp_path / "m.npz")
     back = load_model(path)
     rng = np.random.default_rng(3)
@@ -67,32 +77,90 @@ def test_round_trip_gives_identical_g(tmp_path, kind):
     assert np.array_equal(before, after)
     assert back.metadata == fn.metadata
     assert back.item_space.group_names == fn.item_space.group_names
+    assert back.utility_weight == fn.utility_weight
+    assert int(np.load(path)["format_version"]) == 2  # the writer always writes 2
+
+
+def _documented_reader() -> str:
+    """The Python block of docs/model-format.md, as written there."""
+    text = (repo_root() / "docs" / "model-format.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 1
+    return blocks[0]
 
 
 @pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
-def test_documented_reader_snippet_matches_engine(tmp_path, kind):
-    """The plain-NumPy reader of docs/model-format.md computes the same g."""
-    fn = _random_function(kind, seed=5)
-    save_model(fn, tmp_path / "m.npz")
-    f = np.load(tmp_path / "m.npz", allow_pickle=False)
-
-    def k(a, b, ls):
-        diff = (a[:, None, :] - b[None, :, :]) / ls
-        return np.exp(-0.5 * (diff**2).sum(-1))
-
+@pytest.mark.parametrize("utility_weight", [0.0, 2.5])
+def test_documented_reader_snippet_matches_engine(tmp_path, monkeypatch, kind, utility_weight):
+    """The plain-NumPy reader of docs/model-format.md, run as written, computes the same g."""
+    fn = _random_function(kind, seed=5, utility_weight=utility_weight)
+    save_model(fn, tmp_path / "model.npz")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(_documented_reader(), namespace)  # reads "model.npz" in the working directory
     x_l, x_r = fn.items[:7], fn.items[7:14]
-    ls, a = f["lengthscales"], f["alpha"]
-    ll, lr = k(f["centres_left"], x_l, ls), k(f["centres_left"], x_r, ls)
-    rl, rr = k(f["centres_right"], x_l, ls), k(f["centres_right"], x_r, ls)
-    if kind == "upm":
-        doc = a @ (ll - rl) - a @ (lr - rr)
-    else:
-        if kind == "cgpm":
-            w = f["context_weights"]
-            ku = k(f["centres_context"], f["contexts"], f["context_lengthscales"])
-            a = a * (ku @ w) / w.sum()
-        doc = a @ (ll * rr - lr * rl)
-    np.testing.assert_allclose(fn.decision(x_l, x_r), doc, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        fn.decision(x_l, x_r), namespace["g"](x_l, x_r), rtol=1e-10, atol=1e-12
+    )
+    if kind == "cgpm":
+        u = fn.contexts[np.arange(7) % len(fn.contexts)]
+        np.testing.assert_allclose(
+            fn.decision(x_l, x_r, u), namespace["g"](x_l, x_r, u), rtol=1e-10, atol=1e-12
+        )
+
+
+def _as_version_1(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    old = dict(arrays)
+    old.pop("utility_weight")
+    old["format_version"] = np.array(1, dtype=np.int64)
+    return old
+
+
+@pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
+def test_version_1_files_load_as_utility_weight_0_and_explain_identically(tmp_path, kind):
+    fn = _random_function(kind, seed=2)
+    np.savez(tmp_path / "v1.npz", **_as_version_1(model_arrays(fn)))
+    old = load_model(tmp_path / "v1.npz")
+    new = load_model(save_model(fn, tmp_path / "v2.npz"))
+    assert old.utility_weight == 0.0
+    left, right = np.array([0, 3, 5]), np.array([1, 4, 9])
+    assert np.array_equal(
+        old.decision(old.items[left], old.items[right]),
+        new.decision(new.items[left], new.items[right]),
+    )
+    a, b = Explainer(old)(left, right), Explainer(new)(left, right)
+    assert np.array_equal(a.values, b.values) and np.array_equal(a.base_values, b.base_values)
+    if kind == "cgpm":
+        u = fn.contexts[[0, 1, 0]]
+        context = ExplainOptions(what="context")
+        a = Explainer(old, context)(left, right, contexts=u)
+        b = Explainer(new, context)(left, right, contexts=u)
+        assert np.array_equal(a.values, b.values)
+
+
+def test_utility_weight_is_required_in_version_2_and_non_negative(tmp_path):
+    arrays = model_arrays(_random_function("gpm", utility_weight=1.0))
+    missing = dict(arrays)
+    missing.pop("utility_weight")
+    np.savez(tmp_path / "missing.npz", **missing)
+    with pytest.raises(ModelFileError, match="missing required array 'utility_weight'"):
+        load_model(tmp_path / "missing.npz")
+    np.savez(tmp_path / "negative.npz", **{**arrays, "utility_weight": np.array(-1.0)})
+    with pytest.raises(ModelFileError, match="'utility_weight' must be >= 0"):
+        load_model(tmp_path / "negative.npz")
+    # a UPM's weight is ignored
+    upm = model_arrays(_random_function("upm"))
+    np.savez(tmp_path / "upm.npz", **{**upm, "utility_weight": np.array(4.0)})
+    assert load_model(tmp_path / "upm.npz").utility_weight == 0.0
+
+
+def test_the_writer_writes_only_documented_arrays():
+    documented = set(DOCUMENTED_ARRAYS)
+    doc = (repo_root() / "docs" / "model-format.md").read_text(encoding="utf-8")
+    for name in documented:
+        assert f"| `{name}` |" in doc, name
+    for kind in ("gpm", "upm", "cgpm"):
+        assert set(model_arrays(_random_function(kind))) <= documented
 
 
 def test_foreign_file_without_optional_arrays_loads(tmp_path):
@@ -113,6 +181,7 @@ def test_foreign_file_without_optional_arrays_loads(tmp_path):
         (lambda a: a.update(lengthscales=-a["lengthscales"]), "'lengthscales' must be positive"),
         (lambda a: a.update(items=a["items"] * np.nan), "NaN"),
         (lambda a: a.update(format_version=np.array(7)), "format_version 7"),
+        (lambda a: a.update(utility_weight=np.array(np.inf)), "NaN or infinite"),
         (lambda a: a.update(feature_group=np.array([0, 1, 5, 5])), "points outside"),
     ],
 )

@@ -1,5 +1,7 @@
 """GPM / UPM / C-GPM estimators: contract, learning, overrides, persistence."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -14,10 +16,14 @@ from prefshap_core.explain import (
     choose_cme_lambda,
 )
 from prefshap_core.explain.reference import random_preference_function
-from prefshap_core.metrics import roc_auc
+from prefshap_core.kernels.pair import DuelIndex, PairKernel
+from prefshap_core.metrics import log_loss, roc_auc
 from prefshap_core.models.estimators import CGPM, GPM, UPM
+from prefshap_core.models.hyperparameters import SCALE_FACTORS, UTILITY_WEIGHTS, SearchPoint
 from prefshap_core.models.model_file import load_model, save_model
+from prefshap_core.models.search import PathFitter, choose
 from prefshap_core.paths import repo_root
+from prefshap_core.solvers import SolverOptions, fit_logistic
 from prefshap_core.workflow import TrainSettings, choose_cme_regularisers, train
 
 FAST = dict(n_centres=300, penalty_path=(1e-3, 1e-5, 1e-7), cg_iterations=(10, 15, 20))
@@ -45,7 +51,10 @@ def test_fit_returns_self_with_learned_attributes(clusters, fitted_gpm):
     # Fitting needs no explainer: the CME regulariser is chosen by the workflow.
     assert model.cme_lambda_ == DEFAULT_CME_LAMBDA
     assert model.search_.selection == "holdout"
-    assert len(model.search_.points) == 3  # one per penalty of the path
+    # one per penalty of the path and utility weight of the grid
+    assert len(model.search_.points) == 3 * len(UTILITY_WEIGHTS)
+    assert model.utility_weight_ in UTILITY_WEIGHTS
+    assert model.function_.utility_weight == model.utility_weight_
     g = model.decision_function(data, split.test)
     np.testing.assert_allclose(model.predict_proba(data, split.test), 1 / (1 + np.exp(-g)))
 
@@ -88,9 +97,15 @@ def test_search_picks_scale_and_penalty_by_validation_log_loss(clusters):
     data, split = clusters
     model = GPM(seed=0, **FAST).fit(data, split.train, split.validation)
     points = model.search_.points
-    assert len({p.lengthscale_scale for p in points}) == 4
+    assert len({p.lengthscale_scale for p in points}) == len(SCALE_FACTORS)
+    assert {p.utility_weight for p in points} == set(UTILITY_WEIGHTS)
     best = min(points, key=lambda p: p.validation_log_loss)
-    assert (model.lengthscale_scale_, model.penalty_) == (best.lengthscale_scale, best.penalty)
+    chosen = model.search_.chosen
+    assert (model.lengthscale_scale_, model.utility_weight_, model.penalty_) == (
+        chosen.lengthscale_scale, chosen.utility_weight, chosen.penalty,
+    )  # fmt: skip
+    # the best, or a larger utility weight tied with it (search.choose)
+    assert chosen == best or chosen.utility_weight > best.utility_weight
 
 
 def test_small_data_uses_cross_validation():
@@ -100,14 +115,19 @@ def test_small_data_uses_cross_validation():
     assert model.search_.selection == "5-fold cv"
     # refit on train + validation
     assert len(model.train_duels_) == len(split.train) + len(split.validation)
-    assert model.penalty_ == min(model.search_.points, key=lambda p: p.validation_log_loss).penalty
+    best = min(model.search_.points, key=lambda p: p.validation_log_loss)
+    assert model.search_.chosen == best or model.utility_weight_ > best.utility_weight
 
 
 def test_squared_loss_and_fixed_hyperparameters(clusters):
     data, split = clusters
-    model = GPM(seed=0, loss="squared", lengthscale_scale=2.0, penalty=1e-5, n_centres=200)
+    model = GPM(
+        seed=0, loss="squared", lengthscale_scale=2.0, penalty=1e-5, n_centres=200,
+        utility_weight=0.0,
+    )  # fmt: skip
     model.fit(data, split.train, split.validation)
-    assert [(p.lengthscale_scale, p.penalty) for p in model.search_.points] == [(2.0, 1e-5)]
+    points = [(p.lengthscale_scale, p.utility_weight, p.penalty) for p in model.search_.points]
+    assert points == [(2.0, 0.0, 1e-5)]
     assert roc_auc(data.y[split.test], model.decision_function(data, split.test)) > 0.9
 
 
@@ -187,3 +207,102 @@ def test_falkon_backend_is_optional_and_says_so(clusters):
             )
     with pytest.raises(ValueError, match="backend must be"):
         GPM(backend="sklearn").fit(data, split.train, split.validation)
+
+
+def test_utility_weight_0_is_the_plain_gpm_bitwise(clusters):
+    """c = 0 runs exactly the GPM pipeline: the pair kernel's operator and the solver."""
+    data, split = clusters
+    model = GPM(seed=1, lengthscale_scale=2.0, utility_weight=0.0, **FAST)
+    model.fit(data, split.train, split.validation)
+    train = split.train
+    rng = np.random.default_rng(1)
+    centres = np.sort(rng.choice(len(train), 300, replace=False))
+    kernel = PairKernel("gpm", data.items, model.lengthscales_)
+    rows = DuelIndex.from_arrays(data.left[train], data.right[train])
+    upto = FAST["penalty_path"][: FAST["penalty_path"].index(model.penalty_) + 1]
+    direct = fit_logistic(
+        kernel.operator(rows, centres), data.y[train].astype(float), upto, SolverOptions(),
+        cg_iterations=FAST["cg_iterations"][: len(upto)],
+    )  # fmt: skip
+    assert np.array_equal(model.function_.alpha, direct.alpha.numpy())
+    # and inside a grid, the w = 0 points are exactly the plain GPM's
+    grid = GPM(seed=1, lengthscale_scale=2.0, utility_weights=(0.0, 10.0), **FAST)
+    grid.fit(data, split.train, split.validation)
+    plain = [p.validation_log_loss for p in model.search_.points]
+    at_zero = [p.validation_log_loss for p in grid.search_.points if p.utility_weight == 0]
+    assert plain == at_zero
+
+
+def test_sum_kernel_model_evaluates_its_training_kernel(clusters):
+    """g of the fitted function = K_sum(duels, centres) @ alpha, the kernel it was fitted with."""
+    data, split = clusters
+    model = GPM(seed=0, lengthscale_scale=2.0, utility_weight=7.0, penalty=1e-5, n_centres=150)
+    model.fit(data, split.train, split.validation)
+    fn = model.function_
+    assert fn.utility_weight == 7.0 and model.search_.chosen.utility_weight == 7.0
+    kernel = PairKernel("gpm", data.items, model.lengthscales_, utility_weight=7.0)
+    test = split.test[:200]
+    rows = DuelIndex.from_arrays(data.left[test], data.right[test])
+    rng = np.random.default_rng(0)
+    centre_duels = split.train[np.sort(rng.choice(len(split.train), 150, replace=False))]
+    cols = DuelIndex.from_arrays(data.left[centre_duels], data.right[centre_duels])
+    expected = kernel.matrix(rows, cols).numpy() @ fn.alpha
+    np.testing.assert_allclose(model.decision_function(data, test), expected, atol=1e-9)
+
+
+def test_a_large_utility_weight_learns_a_rankable_game_as_well_as_the_upm():
+    """On a utility game the searched GPM keeps up with the UPM (the plain GPM need not)."""
+    rng = np.random.default_rng(4)
+    data = synthetic_clusters(n_items=200, n_duels=3000, seed=4)
+    utility = np.sin(2 * data.items[:, 0]) + data.items[:, 1]
+    margin = 3 * (utility[data.left] - utility[data.right])
+    y = np.where(rng.uniform(size=data.n_duels) < 1 / (1 + np.exp(-margin)), 1, -1)
+    data = replace(data, y=y.astype(data.y.dtype))
+    split = split_duels(data.n_duels, 4)
+    fast = dict(n_centres=300, lengthscale_scale=2.0, seed=4)
+    gpm = GPM(**fast).fit(data, split.train, split.validation)
+    upm = UPM(**fast).fit(data, split.train, split.validation)
+    auc = lambda m: roc_auc(data.y[split.test], m.decision_function(data, split.test))  # noqa: E731
+    assert gpm.utility_weight_ > 0
+    assert auc(gpm) >= auc(upm) - 0.01
+
+
+def test_bad_utility_weights_are_refused(clusters):
+    data, split = clusters
+    with pytest.raises(ValueError, match="utility weights"):
+        GPM(utility_weight=-1.0).fit(data, split.train, split.validation)
+    with pytest.raises(ValueError, match="utility weights"):
+        GPM(utility_weights=()).fit(data, split.train, split.validation)
+    with pytest.raises(ValueError, match="lengthscale_scales"):
+        GPM(lengthscale_scales=(0.0,)).fit(data, split.train, split.validation)
+
+
+def test_choose_prefers_a_larger_utility_weight_only_when_tied():
+    """One paired standard error of the best per-duel log loss decides what is tied."""
+    rng = np.random.default_rng(0)
+    y = np.where(rng.uniform(size=400) < 0.5, 1.0, -1.0)
+    good = 2.0 * y + rng.normal(0, 1, 400)
+
+    def point(weight, penalty):
+        return SearchPoint(1.0, penalty, 0.0, 0.0, 0.0, utility_weight=weight)
+
+    def fitter(loss="logistic"):
+        return PathFitter("gpm", loss, None, None, None, None, None, 0, 10, {})
+
+    def choose_among(gs, weights, loss="logistic"):
+        points = [
+            replace(point(w, 10.0**-k), validation_log_loss=log_loss(y, g),
+                    validation_auc=roc_auc(y, g))
+            for k, (g, w) in enumerate(zip(gs, weights, strict=True))
+        ]  # fmt: skip
+        return choose(fitter(loss), points, gs, y)
+
+    tied = good + rng.normal(0, 1e-3, 400)  # the same up to noise
+    worse = 0.3 * good  # clearly worse
+    assert choose_among([good, tied], [0.0, 10.0]) == 1
+    assert choose_among([good, worse], [0.0, 10.0]) == 0
+    # among the tied, the largest weight's best point
+    assert choose_among([good, tied, tied * 0.999, worse], [0.0, 10.0, 10.0, 100.0]) in (1, 2)
+    assert choose_among([good, tied], [0.0, 10.0], loss="squared") in (0, 1)
+    squared = choose_among([good, worse], [0.0, 10.0], loss="squared")
+    assert squared == 0

@@ -8,7 +8,7 @@ import torch
 
 import prefshap_core.kernels.pair as pair_module
 from prefshap_core.compute import Compute
-from prefshap_core.kernels.operator import BlockedKernelOperator, signed_incidence_sum
+from prefshap_core.kernels.operator import BlockedKernelOperator, SumOperator, signed_incidence_sum
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 
 N_ITEMS, D, P, D_CTX = 12, 3, 5, 2
@@ -198,3 +198,96 @@ def test_bad_inputs_raise(pools):
         make_kernel("cgpm", pools).matrix(no_context, no_context)
     with pytest.raises(ValueError, match="equal length"):
         DuelIndex.from_arrays([0, 1], [1])
+
+
+# -- the sum kernel k_E + w k_UPM (GPM and C-GPM) -------------------------------------
+SUM_KINDS = [("gpm", 2.5), ("cgpm", 2.5), ("gpm", 100.0)]
+
+
+def direct_sum_kernel(kind, weight, items, ls, contexts, ctx_ls, row, col) -> float:
+    """[k_E + w k_UPM] (times k_U for cgpm), entry by entry from the textbook formulas."""
+    u, v = row[2], col[2]
+    e = direct_pair_kernel("gpm", items, ls, contexts, ctx_ls, row, col)
+    utility = direct_pair_kernel("upm", items, ls, contexts, ctx_ls, row, col)
+    context = rbf(contexts[u], contexts[v], ctx_ls) if kind == "cgpm" else 1.0
+    return context * (e + weight * utility)
+
+
+def sum_kernel(kind: str, weight: float, pools) -> PairKernel:
+    items, ls, contexts, ctx_ls = pools
+    return PairKernel(kind, items, ls, contexts, ctx_ls, Compute("cpu", "float64"), weight)
+
+
+@pytest.mark.parametrize(("kind", "weight"), SUM_KINDS)
+def test_sum_kernel_matrix_equals_direct_formula(kind, weight, pools):
+    rows, cols = random_duels(13, seed=21), random_duels(7, seed=22)
+    got = sum_kernel(kind, weight, pools).matrix(rows, cols).numpy()
+    expected = np.array(
+        [
+            [
+                direct_sum_kernel(kind, weight, *pools, r, c)
+                for c in zip(cols.left, cols.right, cols.context, strict=True)
+            ]
+            for r in zip(rows.left, rows.right, rows.context, strict=True)
+        ]
+    )
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-12)
+
+
+@pytest.mark.parametrize(("kind", "weight"), SUM_KINDS)
+def test_sum_kernel_is_exactly_antisymmetric(kind, weight, pools):
+    """g(a, b) = -g(b, a) bit for bit: swapping a duel negates its row and column."""
+    kernel = sum_kernel(kind, weight, pools)
+    rows, cols = random_duels(15, seed=23), random_duels(8, seed=24)
+    k = kernel.matrix(rows, cols)
+    assert torch.equal(kernel.matrix(rows.swapped(), cols), -k)
+    assert torch.equal(kernel.matrix(rows, cols.swapped()), -k)
+    alpha = torch.as_tensor(np.random.default_rng(25).normal(size=len(cols)))
+    g = kernel.matrix(rows, cols) @ alpha
+    assert torch.equal(kernel.matrix(rows.swapped(), cols) @ alpha, -g)
+
+
+@pytest.mark.parametrize("kind", ["gpm", "cgpm"])
+def test_utility_weight_0_is_the_plain_kernel_bitwise(kind, pools):
+    rows, cols = random_duels(20, seed=26), random_duels(9, seed=27)
+    plain, zero = make_kernel(kind, pools), sum_kernel(kind, 0.0, pools)
+    assert torch.equal(plain.matrix(rows, cols), zero.matrix(rows, cols))
+    centres = np.arange(0, 20, 3)
+    v = torch.linspace(-1, 1, len(centres), dtype=torch.float64)
+    assert torch.equal(plain.operator(rows, centres).mm(v), zero.operator(rows, centres).mm(v))
+    first, _ = sum_kernel(kind, 5.0, pools).parts()
+    assert torch.equal(first.matrix(rows, cols), plain.matrix(rows, cols))
+
+
+@pytest.mark.parametrize(("kind", "weight"), SUM_KINDS)
+@pytest.mark.parametrize("variant", OPERATOR_VARIANTS[:2])
+def test_sum_kernel_operators_equal_dense_products(kind, weight, variant, pools):
+    """The sum kernel's own operator, and the parts summed by SumOperator, equal K @ v."""
+    kernel = sum_kernel(kind, weight, pools)
+    rows = random_duels(50, seed=28)
+    centres = np.arange(0, 50, 4)
+    dense = kernel.matrix(rows, rows.subset(centres))
+    first, second = kernel.parts()
+    parts = SumOperator(
+        first.operator(rows, centres, **variant), second.operator(rows, centres, **variant), weight
+    )
+    rng = np.random.default_rng(29)
+    v = torch.as_tensor(rng.normal(size=len(centres)))
+    w = torch.as_tensor(rng.normal(size=50))
+    weights = torch.as_tensor(rng.uniform(0, 1, 50))
+    scale = float(dense.abs().max())
+    for op in (kernel.operator(rows, centres, **variant), parts):
+        torch.testing.assert_close(op.mm(v), dense @ v, rtol=0, atol=1e-12 * scale)
+        torch.testing.assert_close(op.tmm(w), dense.T @ w, rtol=0, atol=1e-12 * scale)
+        expected = dense.T @ (weights * (dense @ v))
+        torch.testing.assert_close(op.gram_mv(v, weights), expected, rtol=0, atol=1e-11 * scale**2)
+        torch.testing.assert_close(op.centre_gram(), dense[centres], rtol=0, atol=1e-12 * scale)
+
+
+def test_utility_weight_must_be_non_negative_and_upm_has_none(pools):
+    with pytest.raises(ValueError, match="utility_weight"):
+        sum_kernel("gpm", -1.0, pools)
+    with pytest.raises(ValueError, match="no utility weight"):
+        sum_kernel("upm", 1.0, pools)
+    with pytest.raises(ValueError, match="single term"):
+        make_kernel("upm", pools).parts()

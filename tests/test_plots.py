@@ -143,7 +143,7 @@ def test_beehive_without_sampling_has_no_note() -> None:
     assert not any("showing" in (a.text or "") for a in fig.layout.annotations)
 
 
-def test_beehive_colour_is_redder_for_higher_difference_and_grey_for_groups() -> None:
+def test_beehive_colour_is_redder_for_higher_difference_and_categorical_for_groups() -> None:
     expl = make_explanation(q=600, p=4, seed=4, group_player=1)
     fig = beehive(expl)
     coloured = [tr for tr in fig.data if tr.name == "f0" and tr.marker.color is not None]
@@ -160,8 +160,8 @@ def test_beehive_colour_is_redder_for_higher_difference_and_grey_for_groups() ->
     assert colour.min() == 0.0 and colour.max() == 1.0
     red, blue = style.colorscale_rgb(1.0), style.colorscale_rgb(0.0)
     assert red[0] > red[2] and blue[2] > blue[0]
-    group = rows_of(fig)["f1"]
-    assert group["grey"].all() and group["x"].size == expl.n_duels
+    group = rows_of(fig)["f1"]  # same / different category (tests/test_plot_numbers.py)
+    assert not group["grey"].any() and group["x"].size == expl.n_duels
     assert trace.marker.showscale
     bar_title = trace.marker.colorbar.title.text
     assert bar_title == "Feature difference (left - right)"
@@ -402,7 +402,8 @@ def test_context_beehive_colours_by_the_context_value() -> None:
     assert np.all(np.diff(colour[np.argsort(values[duels, 0])]) >= -1e-12)
     assert trace.marker.colorbar.title.text == "Context value"
     assert "value: %{customdata[1]:.4g}" in trace.hovertemplate
-    assert rows_of(fig)["f1"]["grey"].all()
+    # A categorical context row is coloured by its category (tests/test_beehive_categories.py).
+    assert len({tr.marker.color for tr in fig.data if tr.name == "f1"}) > 1
 
 
 def test_waterfall_uses_the_explanations_labels_and_standard_errors() -> None:

@@ -8,16 +8,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import streamlit as st
 
 from dashboard import services, state
 from dashboard.components.export import figure_exports, file_stem
 from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
+from dashboard.jobs import Job
+from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.explain.explanation import Explanation
-from prefshap_core.plots import bar, beehive
+from prefshap_core.explain.interaction_explanation import InteractionExplanation
+from prefshap_core.plots import bar, bar_table, beehive, dependence, interaction_partner
 
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+WHAT_WORDS = {
+    "items": "item features",
+    "context": "context features",
+    "sides": "item features of each side",
+}
 BAR_KINDS = {"mean_abs": "mean |value| (importance)", "mean": "mean value (direction)"}
 
 
@@ -44,21 +53,41 @@ def fetch(
     page: str,
 ) -> Explanation | None:
     """The explanation if ready; else draws its progress (or why it stopped) and returns None."""
-    what = "item features" if req.what == "items" else "context features"
+    what = WHAT_WORDS.get(req.what, req.what)
     count = "one duel" if len(req.duels) == 1 else f"{len(req.duels):,} duels"
     label = f"Explaining the {what} of {count}"
     expl, job = services.explanation_or_job(loaded, model, req, label=label, page=page)
     if expl is not None:
         return expl
     assert job is not None
+    _unfinished(job, "Explaining", "Explain again")
+    return None
+
+
+def fetch_interactions(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    req: services.ExplainRequest,
+    *,
+    page: str,
+) -> InteractionExplanation | None:
+    """Interaction values of an item request's duels if ready; else their progress."""
+    inter, job = services.interactions_or_job(loaded, model, req, page=page)
+    if inter is not None:
+        return inter
+    _unfinished(job, "Computing interaction values", "Compute again")
+    return None
+
+
+def _unfinished(job: Job, what: str, again: str) -> None:
+    """A job's progress while it runs; how it ended, with a retry button, otherwise."""
     if not job.finished:
         job_panel(job)
-        return None
-    job_outcome(job, what="Explaining")
-    if st.button("Explain again", key=f"retry:{job.key}", icon=":material/refresh:"):
+        return
+    job_outcome(job, what=what)
+    if st.button(again, key=f"retry:{job.key}", icon=":material/refresh:"):
         services.forget_job(job.key)
         st.rerun()
-    return None
 
 
 def sample_note(req: services.ExplainRequest, cap_hint: bool = True) -> None:
@@ -76,12 +105,16 @@ def figures(
     title: str,
     stem: str,
     key: str,
+    provenance: str,
     bar_kind: str = "mean_abs",
     on_point: Callable[[int], None] | None = None,
 ) -> None:
-    """Beehive and bar of one explanation (already oriented), each with its exports.
+    """Beehive, bar and dependence plot of one explanation (already oriented), each
+    with its exports.
 
-    ``on_point``: called with the explanation row of a clicked beehive point.
+    ``on_point``: called with the explanation row of a clicked beehive or dependence
+    point (e.g. to open that duel). ``provenance``: what exported figures say they
+    show (dataset, model, duel count).
     """
     left, right = st.columns([3, 2])
     with left:
@@ -94,12 +127,12 @@ def figures(
             on_select="rerun" if on_point is not None else "ignore",
             selection_mode="points",
         )
-        figure_exports(fig, file_stem("beehive", stem), expl=expl, key=f"beehive:{key}")
-        if on_point is not None and event is not None:
-            points = event.selection.get("points", []) if event.selection else []
-            rows = [p.get("customdata", [None])[0] for p in points if p.get("customdata")]
-            if rows and rows[0] is not None:
-                on_point(int(rows[0]))
+        figure_exports(
+            fig, file_stem("beehive", stem), expl=expl, key=f"beehive:{key}",
+            provenance=provenance,
+        )  # fmt: skip
+        if on_point is not None:
+            _clicked(event, fig, on_point)
     with right:
         kind = st.radio(
             "Bars show",
@@ -111,4 +144,70 @@ def figures(
         )
         fig_bar = bar(expl, kind=kind, title=title)
         st.plotly_chart(fig_bar, width="stretch", config=PLOT_CONFIG, key=f"bar:{key}")
-        figure_exports(fig_bar, file_stem("bar", stem), expl=expl, key=f"bar:{key}")
+        figure_exports(
+            fig_bar, file_stem("bar", stem), key=f"bar:{key}", provenance=provenance,
+            table=lambda: to_csv_bytes(bar_table(expl, kind=kind)),
+            table_help="The bars' numbers: feature, value, standard error, duels.",
+        )  # fmt: skip
+    dependence_plot(expl, title=title, stem=stem, key=key, provenance=provenance,
+                    on_point=on_point)  # fmt: skip
+
+
+def dependence_plot(
+    expl: Explanation,
+    *,
+    title: str,
+    stem: str,
+    key: str,
+    provenance: str,
+    on_point: Callable[[int], None] | None = None,
+) -> None:
+    """One feature's Pref-SHAP value against its value difference (shap's scatter)."""
+    if expl.n_duels < 2:
+        return
+    order = np.argsort(-expl.mean_abs(), kind="stable")
+    names = [expl.player_names[j] for j in order.tolist()]
+    with st.expander("Dependence plot: one feature's value against its difference",
+                     icon=":material/scatter_plot:"):  # fmt: skip
+        c = st.columns([2, 2])
+        feature = c[0].selectbox("Feature", names, key=f"dep:feature:{key}")
+        j = expl.player_names.index(feature)
+        partner = interaction_partner(expl, j)
+        colours = ["auto", None, *[n for n in names if n != feature]]
+        colour = c[1].selectbox(
+            "Colour by", colours, key=f"dep:colour:{key}:{feature}",
+            format_func=lambda n: (
+                f"most interacting ({expl.player_names[partner]})"
+                if n == "auto" and partner is not None
+                else "none" if n is None or n == "auto" else n
+            ),
+        )  # fmt: skip
+        colour_by = colour if colour in ("auto", None) else expl.player_names.index(colour)
+        fig = dependence(expl, j, colour_by=colour_by, title=f"{title}: dependence of {feature}")
+        event = st.plotly_chart(
+            fig, width="stretch", config=PLOT_CONFIG, key=f"dependence:{key}",
+            on_select="rerun" if on_point is not None else "ignore", selection_mode="points",
+        )  # fmt: skip
+        figure_exports(fig, file_stem("dependence", stem, feature), expl=expl,
+                       key=f"dependence:{key}", provenance=provenance)  # fmt: skip
+        if on_point is not None:
+            _clicked(event, fig, on_point)
+
+
+def _clicked(event, fig, on_point: Callable[[int], None]) -> None:
+    """Hand the first selected point's explanation row to ``on_point``.
+
+    The row is the point's ``customdata[0]`` in the figure drawn here, found by the
+    selection's trace and point index (the browser's copy of customdata may arrive
+    in plotly's packed form)."""
+    if event is None or not event.selection:
+        return
+    for point in event.selection.get("points", []):
+        curve, index = point.get("curve_number"), point.get("point_index")
+        if curve is None or index is None or not 0 <= curve < len(fig.data):
+            continue
+        customdata = fig.data[curve].customdata
+        if customdata is None or not 0 <= index < len(customdata):
+            continue
+        on_point(int(float(customdata[index][0])))
+        return

@@ -9,6 +9,8 @@ interactive HTML (which also saves as an image from any browser).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -22,6 +24,7 @@ from prefshap_core.plots import (
     figure_to_png,
     figure_to_svg,
     static_export_available,
+    with_provenance,
 )
 
 
@@ -31,8 +34,25 @@ def file_stem(*parts: str) -> str:
     return safe_file_name(text, "figure").strip("-_").lower() or "figure"
 
 
-def figure_exports(fig: go.Figure, stem: str, *, expl: Explanation | None = None, key: str) -> None:
-    """A row of download buttons for one figure (and the Shapley values behind it)."""
+def figure_exports(
+    fig: go.Figure,
+    stem: str,
+    *,
+    expl: Explanation | None = None,
+    key: str,
+    table: Callable[[], bytes] | None = None,
+    table_help: str | None = None,
+    provenance: str | None = None,
+) -> None:
+    """A row of download buttons for one figure and the numbers behind it.
+
+    ``table``: the figure's own numbers as CSV (e.g. the bars'); default: the
+    explanation's per-duel values. ``provenance`` (dataset, model, duel count) is
+    written into every exported figure, so a file away from the dashboard says what
+    it shows.
+    """
+    if provenance:
+        fig = with_provenance(fig, provenance)
     available, why = static_export_available()
     row = st.container(horizontal=True, gap="small")
     common = {"on_click": "ignore", "width": "content"}
@@ -68,15 +88,16 @@ def figure_exports(fig: go.Figure, stem: str, *, expl: Explanation | None = None
         help="Interactive figure; works offline (plotly.js is embedded).",
         **common,
     )
-    if expl is not None:
+    if table is not None or expl is not None:
         row.download_button(
             "CSV",
-            data=lambda: explanation_to_csv(expl),
+            data=table if table is not None else lambda: explanation_to_csv(expl),
             file_name=f"{stem}_values.csv",
             mime="text/csv",
             key=f"csv:{key}",
             icon=":material/table:",
-            help="The Pref-SHAP values behind this figure: one row per duel, one "
+            help=table_help
+            or "The Pref-SHAP values behind this figure: one row per duel, one "
             "column per feature, as oriented here.",
             **common,
         )
@@ -101,7 +122,9 @@ def model_download(fn: PreferenceFunction, stem: str, *, key: str) -> None:
     )
 
 
-def table_download(data: bytes, file_name: str, *, label: str = "CSV", key: str) -> None:
+def table_download(
+    data: bytes, file_name: str, *, label: str = "CSV", key: str, help: str | None = None
+) -> None:
     """A CSV download; ``data`` from ``csv_safety.to_csv_bytes`` (formula-safe)."""
     st.download_button(
         label,
@@ -111,4 +134,10 @@ def table_download(data: bytes, file_name: str, *, label: str = "CSV", key: str)
         key=f"table:{key}",
         on_click="ignore",
         icon=":material/table:",
+        help=help,
     )
+
+
+def provenance(dataset: str, model: str, n_duels: int) -> str:
+    """The line exported figures carry, e.g. 'Pokémon · GPM (settings 1a2b…) · 1,000 duels'."""
+    return f"{dataset} · {model} · {n_duels:,} duel{'s' if n_duels != 1 else ''}"

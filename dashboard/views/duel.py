@@ -1,4 +1,5 @@
-"""Duel page: one duel, the probability of each side winning, and its waterfall."""
+"""Duel page: one duel, the probability of each side winning, and its waterfall
+(optionally split by side: each side's own features as separate players)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import services, state
+from dashboard import links, services, state
 from dashboard.components.explanations import PLOT_CONFIG, fetch, require_model
-from dashboard.components.export import figure_exports, file_stem, table_download
+from dashboard.components.export import figure_exports, file_stem, provenance, table_download
+from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
+from dashboard.components.precision import precision_control
 from dashboard.components.text import md
+from prefshap_core import workflow
+from prefshap_core.analysis.head_to_head import meetings
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import explanation_to_csv, waterfall
 from prefshap_core.plots.waterfall import sigmoid
@@ -20,22 +25,74 @@ def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int
     data = loaded.data
     chosen = state.selected_duel(loaded)
     duel, seen_from = chosen if chosen else (int(model.result.split.test[0]), None)
-    c = st.columns([2, 3])
+    c = st.columns([2, 2, 1], vertical_alignment="bottom")
+    with c[2]:
+        precision_control("duel")
     # The key carries the current duel, so a duel chosen on another page shows here.
-    typed = c[0].text_input(
-        "Duel id",
-        value=str(data.duel_ids[duel]),
-        key=f"duel:id:{loaded.fingerprint}:{duel}",
-        help="Any duel of the dataset; the Players page opens duels here too.",
+    typed = (
+        c[0]
+        .text_input(
+            "Duel id or “A vs B”",
+            value=str(data.duel_ids[duel]),
+            key=f"duel:id:{loaded.fingerprint}:{duel}",
+            help="A duel id, or two items by name or id (e.g. “Pikachu vs Onix”); "
+            "the Players and Explain pages open duels here too.",
+        )
+        .strip()
     )
-    if typed.strip() and typed.strip() != str(data.duel_ids[duel]):
-        hits = np.flatnonzero(data.duel_ids == typed.strip())
-        if len(hits) == 0:
-            c[0].error(f"No duel has the id {md(repr(typed.strip()))}.")
-        else:
+    if typed and typed != str(data.duel_ids[duel]):
+        hits = np.flatnonzero(data.duel_ids == typed)
+        if len(hits):
             state.select_duel(loaded, int(hits[0]), None)
             st.rerun()
+        _by_names(loaded, typed, c[0])
     return duel, seen_from
+
+
+def _by_names(loaded: state.LoadedData, typed: str, where) -> None:
+    """Open the duel(s) of two items named "A vs B", or say why not."""
+    data = loaded.data
+    try:
+        pair = workflow.parse_pair(data, typed)
+    except KeyError as exc:
+        where.error(f"{md(exc.args[0])}: type a duel id or “A vs B”.")
+        return
+    if pair is None:
+        where.error(f"No duel has the id {md(repr(typed))}; for two items, type “A vs B”.")
+        return
+    a, b = pair
+    met = meetings(data, a, b)
+    if met.n_duels == 0:
+        where.warning(f"{md(typed)} never met in the data: the Head-to-head page shows them.")
+        state.select_pair(loaded, a, b)
+        where.page_link("views/head_to_head.py", label="Open the head-to-head",
+                        icon=":material/compare_arrows:")  # fmt: skip
+        return
+    if met.n_duels > 1:
+        st.session_state[f"duel:meetings:{loaded.fingerprint}"] = (a, b)
+    state.select_duel(loaded, int(met.table["duel"].iloc[-1]), a)  # the latest meeting
+    st.rerun()
+
+
+def _other_meetings(loaded: state.LoadedData, duel: int) -> None:
+    """After "A vs B" with several meetings: pick another of them."""
+    pair = st.session_state.get(f"duel:meetings:{loaded.fingerprint}")
+    if not pair:
+        return
+    met = meetings(loaded.data, *pair)
+    duels = met.table["duel"].tolist()
+    if duel not in duels:
+        return
+    rows = {int(r.duel): f"{r.duel_id} · winner {r.winner}" + (
+        f" · {r.context}" if "context" in met.table.columns else "")
+        for r in met.table.itertuples()}  # fmt: skip
+    picked = st.selectbox(
+        f"Their {len(duels)} meetings", duels, index=duels.index(duel),
+        format_func=rows.get, key=f"duel:meeting:{loaded.fingerprint}:{duel}",
+    )  # fmt: skip
+    if picked != duel:
+        state.select_duel(loaded, int(picked), pair[0])
+        st.rerun()
 
 
 def _sides_table(loaded: state.LoadedData, left: int, right: int) -> pd.DataFrame | None:
@@ -66,6 +123,7 @@ def render() -> None:
     loaded, model = ready
     data = loaded.data
     duel, seen_from = _pick_duel(loaded, model)
+    _other_meetings(loaded, duel)
     left, right = int(data.left[duel]), int(data.right[duel])
     ids = [str(data.item_ids[left]), str(data.item_ids[right])]
     labels = {ids[0]: str(data.labels[left]), ids[1]: str(data.labels[right])}
@@ -82,6 +140,7 @@ def render() -> None:
         key=f"duel:pov:{loaded.fingerprint}:{duel}",
     )
     other = ids[1] if seen_from == ids[0] else ids[0]
+    links.write(duel=str(data.duel_ids[duel]), player=seen_from)
     context = (
         str(data.context_labels[data.context_index[duel]])
         if data.has_context and data.context_labels is not None and data.context_index is not None
@@ -94,7 +153,14 @@ def render() -> None:
         + (" · held-out test duel" if np.any(model.result.split.test == duel) else "")
     )
 
-    items = _explained(loaded, model, duel, "items")
+    split = st.toggle(
+        "Split by side",
+        key=f"duel:split:{loaded.fingerprint}",
+        persist_state=state.PERSIST,
+        help="Each side's own features as separate players: how much of the preference "
+        "comes from this side's features, and how much from the other side's.",
+    )
+    items = _explained(loaded, model, duel, "sides" if split else "items")
     ctx = _explained(loaded, model, duel, "context") if model.kind == "cgpm" else None
     if items is None or (model.kind == "cgpm" and ctx is None):
         return
@@ -102,19 +168,32 @@ def render() -> None:
     ctx_view = ctx.from_point_of_view(seen_from) if ctx is not None else None
     g = float((ctx_view if ctx_view is not None else items_view).outputs[0])
     c = st.columns(3)
-    c[0].metric(f"P({md(labels[seen_from])} wins)", f"{sigmoid(g):.1%}")
-    c[1].metric(f"P({md(labels[other])} wins)", f"{1 - sigmoid(g):.1%}")
+    c[0].metric(f"P({md(labels[seen_from])} wins)", percent(sigmoid(g)))
+    c[1].metric(f"P({md(labels[other])} wins)", percent(1 - sigmoid(g)))
     c[2].metric("Preference g", f"{g:+.3f}", help="Positive favours the side it is seen from.")
     if ctx_view is not None:
         g_bar = float(items_view.outputs[0])
         st.caption(
             f"Averaged over all contexts the model gives {md(labels[seen_from])} "
-            f"{sigmoid(g_bar):.1%}; this duel's context moves it to {sigmoid(g):.1%}."
+            f"{percent(sigmoid(g_bar))}; this duel's context moves it to {percent(sigmoid(g))}."
         )
     fig = waterfall(items_view, ctx_view)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="duel:waterfall")
-    stem = file_stem("waterfall", data.name, str(data.duel_ids[duel]), seen_from)
-    figure_exports(fig, stem, expl=items_view, key="duel:waterfall")
+    stem = file_stem(
+        "waterfall_by_side" if split else "waterfall",
+        data.name,
+        str(data.duel_ids[duel]),
+        seen_from,
+    )
+    figure_exports(
+        fig, stem, expl=items_view, key="duel:waterfall",
+        provenance=provenance(loaded.title, services.model_description(model), 1),
+    )  # fmt: skip
+    if items.meta.get("shapley") == "sampled":
+        st.caption(
+            f"Sampled values ({items.meta.get('n_coalitions', 0):,} coalitions): the error "
+            "bars are their standard errors."
+        )
     if ctx_view is not None:
         table_download(
             explanation_to_csv(ctx_view),

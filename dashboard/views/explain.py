@@ -1,27 +1,162 @@
-"""Explain page: global beehive + bar, for all test duels or a chosen subset."""
+"""Explain page: global beehive + bar, for all test duels or a chosen subset, and the
+interaction heatmap of the item groups (a clicked cell opens the pair's plot).
+
+Subsets: duels between two groups of items (a category, or a numeric range such as
+``Speed > 100``), seen from group A, optionally under one context; or all duels
+under one context.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
 
-from dashboard import services, sources, state
-from dashboard.components.explanations import fetch, figures, require_model, sample_note
+from dashboard import links, services, sources, state
+from dashboard.components.explanations import (
+    PLOT_CONFIG,
+    fetch,
+    fetch_interactions,
+    figures,
+    require_model,
+    sample_note,
+)
+from dashboard.components.export import figure_exports, file_stem, provenance, table_download
 from dashboard.components.guard import run_guarded
+from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from prefshap_core import workflow
+from prefshap_core.analysis.sides import (
+    ItemCondition,
+    duels_between,
+    item_mask,
+    orient_to_side,
+    side_record,
+)
+from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
+from prefshap_core.plots import interaction_heatmap, interaction_scatter
+from prefshap_core.plots.export import interactions_to_csv
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
+VIEW_PARAM = {ALL: "all", GROUPS: "groups", CONTEXT: "context"}  # ?view= of each subset
+REST = "any other item"
+RANGE_OPS = (">", ">=", "<", "<=")
 
 
-def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[np.ndarray, str, int]:
-    """The chosen duels (indices), a title for them, and the cap on how many to explain."""
+@dataclass(frozen=True)
+class Subset:
+    duels: np.ndarray
+    title: str
+    cap: int
+    orient: Callable[[Explanation], Explanation]  # how the figures see each duel
+    note: str = ""  # e.g. group A's record in these duels
+
+
+def _winner_view(expl: Explanation) -> Explanation:
+    return expl.oriented_to_winner()
+
+
+def _condition(
+    loaded: state.LoadedData, column: str, side: str, container, *, allow_rest: bool
+) -> ItemCondition | None:
+    """One side's condition on ``column``: a category, or a range of a numeric column."""
+    data, fp = loaded.data, loaded.fingerprint
+    categories = workflow.group_columns(data).get(column)
+    if categories is not None:
+        choices = ([REST] if allow_rest else []) + categories
+        default = min(1, len(categories) - 1) + (1 if allow_rest else 0) if side == "b" else 0
+        value = container.selectbox(
+            f"Group {side.upper()}", choices, index=min(default, len(choices) - 1),
+            key=f"explain:g{side}:{fp}:{column}", persist_state=state.PERSIST,
+        )  # fmt: skip
+        return None if value == REST else ItemCondition(column, "==", value)
+    numbers = np.asarray(data.raw_items[column], dtype=np.float64)
+    ops = ([REST] if allow_rest else []) + list(RANGE_OPS)
+    inner = container.columns([1, 2])
+    op = inner[0].selectbox(
+        f"Group {side.upper()}", ops, index=0, key=f"explain:gop{side}:{fp}:{column}",
+        persist_state=state.PERSIST,
+    )  # fmt: skip
+    if op == REST:
+        return None
+    threshold = inner[1].number_input(
+        f"{column} threshold", value=float(np.median(numbers)),
+        key=f"explain:gthr{side}:{fp}:{column}", persist_state=state.PERSIST,
+        label_visibility="hidden", format="%g",
+    )  # fmt: skip
+    return ItemCondition(column, op, float(threshold))
+
+
+def _context_filter(loaded: state.LoadedData, container) -> tuple[str, str] | None:
+    contexts = workflow.context_columns(loaded.data)
+    if not contexts:
+        return None
+    choices = [None] + [(c, v) for c, values in contexts.items() for v in values]
+    return container.selectbox(
+        "Under context", choices, key=f"explain:gctx:{loaded.fingerprint}",
+        format_func=lambda cv: "any context" if cv is None else f"{cv[0]} = {cv[1]}",
+        persist_state=state.PERSIST,
+    )  # fmt: skip
+
+
+def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
+    data, fp = loaded.data, loaded.fingerprint
+    columns = list(workflow.group_columns(data)) + workflow.numeric_item_columns(data)
+    c = st.columns([2, 2, 2, 2])
+    column = c[0].selectbox(
+        "Item column", columns, key=f"explain:gcol:{fp}", persist_state=state.PERSIST,
+        help="A category, or a numeric column's range (e.g. Speed > 100).",
+    )  # fmt: skip
+    cond_a = _condition(loaded, column, "a", c[1], allow_rest=False)
+    cond_b = _condition(loaded, column, "b", c[2], allow_rest=True)
+    held_out = c[3].toggle(
+        "Test duels only", value=True, key=f"explain:gtest:{fp}", persist_state=state.PERSIST,
+        help="Off: all duels of the dataset, including those the model was trained on.",
+    )  # fmt: skip
+    context = _context_filter(loaded, c[3])
+    within = test if held_out else None
+    if context is not None:
+        within = workflow.duels_in_context(data, context[0], context[1], within=within)
+    mask_a = item_mask(data, cond_a)
+    mask_b = item_mask(data, cond_b) if cond_b is not None else ~mask_a
+    duels, signs = duels_between(data, mask_a, mask_b, within=within)
+    wins, losses = side_record(data, duels, signs)
+    label_a = cond_a.label.replace(f"{column} = ", "") if cond_a.op == "==" else cond_a.label
+    if cond_b is None:
+        label_b = "the rest"
+    else:
+        label_b = cond_b.label.replace(f"{column} = ", "") if cond_b.op == "==" else cond_b.label
+    title = f"{column} {label_a} vs {label_b}" if cond_a.op == "==" else f"{label_a} vs {label_b}"
+    if context is not None:
+        title += f" · {context[0]} = {context[1]}"
+    side = cond_a.label
+
+    def orient(expl: Explanation) -> Explanation:
+        return orient_to_side(expl, data, mask_a, mask_b, side)
+
+    note = (
+        f"Seen from group A ({md(side)}): right of zero, the feature pushed towards the A item. "
+        f"Group A won {wins:,} and lost {losses:,} of these {len(duels):,} duels."
+    )
+    return Subset(duels, title, cap, orient, note)
+
+
+def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
+    """The chosen duels, a title for them, the cap on how many to explain, the view."""
     data, fp = loaded.data, loaded.fingerprint
     test = model.result.split.test
-    groups = workflow.group_columns(data)
+    has_groups = bool(workflow.group_columns(data) or workflow.numeric_item_columns(data))
     contexts = workflow.context_columns(data)
-    options = [ALL] + ([GROUPS] if groups else []) + ([CONTEXT] if contexts else [])
-    top = st.columns([3, 1], vertical_alignment="bottom")
+    options = [ALL] + ([GROUPS] if has_groups else []) + ([CONTEXT] if contexts else [])
+    top = st.columns([3, 1, 1], vertical_alignment="bottom")
+    linked = links.take("view", [VIEW_PARAM[o] for o in options])
+    if linked is not None:  # a link just opened: its view wins over the widget's own
+        st.session_state[f"explain:subset:{fp}"] = next(
+            o for o in options if VIEW_PARAM[o] == linked
+        )
     choice = top[0].segmented_control(
         "Duels to explain", options, default=ALL, required=True,
         key=f"explain:subset:{fp}", persist_state=state.PERSIST,
@@ -32,46 +167,46 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[np.nda
         persist_state=state.PERSIST,
         help="Larger subsets are sampled (seeded). Exact explanations cost time per duel.",
     )  # fmt: skip
+    with top[2]:
+        precision_control("explain")
     if choice == ALL:
+        links.write(view="all")
         if len(test) < workflow.SMALL_TEST:  # a handful of test duels explains little
             st.caption(
                 f"The test split has only {len(test)} duels, so all {data.n_duels:,} duels "
                 "are explained (the model was trained on most of them)."
             )
-            return np.arange(data.n_duels), "All duels (small data)", int(cap)
-        return test, "All test duels", int(cap)
-    c = st.columns([2, 2, 2, 2])
+            return Subset(np.arange(data.n_duels), "All duels (small data)", int(cap), _winner_view)
+        return Subset(test, "All test duels", int(cap), _winner_view)
     if choice == GROUPS:
-        column = c[0].selectbox(
-            "Item column", list(groups), key=f"explain:gcol:{fp}", persist_state=state.PERSIST
-        )
-        values = groups[column]
-        a = c[1].selectbox(
-            "Group A", values, index=0, key=f"explain:ga:{fp}:{column}",
-            persist_state=state.PERSIST,
-        )  # fmt: skip
-        b = c[2].selectbox(
-            "Group B", values, index=min(1, len(values) - 1), key=f"explain:gb:{fp}:{column}",
-            persist_state=state.PERSIST,
-        )  # fmt: skip
-        held_out = c[3].toggle(
-            "Test duels only", value=True, key=f"explain:gtest:{fp}", persist_state=state.PERSIST,
-            help="Off: all duels of the dataset, including those the model was trained on.",
-        )  # fmt: skip
-        duels = workflow.duels_between_groups(data, column, a, b, within=test if held_out else None)
-        return duels, f"{column} {a} vs {b}", int(cap)
+        links.write(view="groups")
+        return _groups(loaded, test, int(cap))
+    c = st.columns([2, 2, 2, 2])
+    linked_column, _, linked_value = (links.take("context") or "").partition(" = ")
+    if linked_column in contexts and linked_value in contexts[linked_column]:
+        st.session_state[f"explain:ccol:{fp}"] = linked_column
+        st.session_state[f"explain:cval:{fp}:{linked_column}"] = linked_value
     column = c[0].selectbox(
         "Context column", list(contexts), key=f"explain:ccol:{fp}", persist_state=state.PERSIST
     )
     value = c[1].selectbox(
         "Value", contexts[column], key=f"explain:cval:{fp}:{column}", persist_state=state.PERSIST
     )
+    links.write(view="context", context=f"{column} = {value}")
     held_out = c[3].toggle(
         "Test duels only", value=True, key=f"explain:ctest:{fp}", persist_state=state.PERSIST,
         help="Off: all duels of the dataset, including those the model was trained on.",
     )  # fmt: skip
     duels = workflow.duels_in_context(data, column, value, within=test if held_out else None)
-    return duels, f"{column} = {value}", int(cap)
+    return Subset(duels, f"{column} = {value}", int(cap), _winner_view)
+
+
+def _open_duel(loaded: state.LoadedData, shown: Explanation, row: int) -> None:
+    """A clicked point: open its duel on the Duel page, seen from the same side."""
+    hits = np.flatnonzero(loaded.data.duel_ids == shown.duel_ids[row])
+    if len(hits):
+        state.select_duel(loaded, int(hits[0]), str(shown.left_ids[row]))
+        st.switch_page("views/duel.py")
 
 
 def render() -> None:
@@ -83,7 +218,7 @@ def render() -> None:
     st.caption(
         f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Each point is a duel seen "
         "from its winner: right of zero, the feature helped the winner; red, the winner had "
-        "more of it."
+        "more of it. Click a point to open its duel."
     )
     if services.cluster_address() is not None:
         st.caption(f"Explanations run on the Dask cluster at `{services.cluster_address()}`.")
@@ -94,25 +229,86 @@ def render() -> None:
             "Load Pokémon, tennis or your own CSV files on the **Data** page.",
             icon=":material/info:",
         )
-    duels, title, cap = _subset(loaded, model)
-    if len(duels) == 0:
+    subset = _subset(loaded, model)
+    if len(subset.duels) == 0:
         st.warning("No duels match this choice.")
         return
+    if subset.note:
+        st.caption(subset.note)
     whats = ["items", "context"] if model.kind == "cgpm" else ["items"]
     tabs = st.tabs(["Item features", "Context features"][: len(whats)])
     for tab, what in zip(tabs, whats, strict=True):
         with tab:
-            req = services.request(loaded, model, duels, what, cap=cap)
+            req = services.request(loaded, model, subset.duels, what, cap=subset.cap)
             sample_note(req)
             expl = fetch(loaded, model, req, page="explain")
             if expl is None:
                 continue
+            shown = subset.orient(expl)
             figures(
-                expl.oriented_to_winner(),
-                title=f"{title} ({len(req.duels):,} duels)",
-                stem=f"{loaded.data.name}_{title}_{what}",
+                shown,
+                title=f"{subset.title} ({len(req.duels):,} duels)",
+                stem=f"{loaded.data.name}_{subset.title}_{what}",
                 key=f"explain:{what}",
+                provenance=provenance(
+                    loaded.title, services.model_description(model), shown.n_duels
+                ),
+                on_point=lambda row, shown=shown: _open_duel(loaded, shown, row),
             )
+            if what == "items":
+                _interactions(loaded, model, req, expl, subset.title)
+
+
+def _interactions(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    req: services.ExplainRequest,
+    expl: Explanation,
+    title: str,
+) -> None:
+    """Mean |interaction| of every pair of item groups; a clicked cell opens its pair."""
+    p = model.result.function.item_space.n_groups
+    show = st.toggle(
+        "Interactions between features",
+        key=f"explain:interactions:{loaded.fingerprint}",
+        persist_state=state.PERSIST,
+        help="Exact pairwise Shapley interaction values of the item groups over these "
+        "duels (seen from the winner): which features act together.",
+    )
+    if not show:
+        return
+    if not 2 <= p <= MAX_INTERACTION_PLAYERS:
+        st.info(
+            f"Interactions need 2 to {MAX_INTERACTION_PLAYERS} item groups; this model has {p}."
+        )
+        return
+    inter = fetch_interactions(loaded, model, req, page="explain")
+    if inter is None:
+        return
+    inter = inter.oriented_to_winner()
+    left, right = st.columns([3, 2])
+    with left:
+        fig = interaction_heatmap(inter, title=f"{title}: interactions")
+        event = st.plotly_chart(
+            fig, width="stretch", config=PLOT_CONFIG, key="explain:interactions",
+            on_select="rerun", selection_mode="points",
+        )  # fmt: skip
+        stem = file_stem("interactions", loaded.data.name, title)
+        figure_exports(fig, stem, key="explain:interactions")
+        table_download(
+            interactions_to_csv(inter), f"{stem}.csv", label="Values (CSV)",
+            key="explain:interactions-csv",
+        )  # fmt: skip
+    # The event is a dict (attribute access too, in a live app; a plain dict in tests).
+    selection = (event or {}).get("selection") or {}
+    picked = [p.get("customdata") for p in selection.get("points", []) if p.get("customdata")]
+    with right:
+        if not picked:
+            st.caption("Click a cell to see that pair's interaction in every duel.")
+            return
+        i, j = int(picked[0][0]), int(picked[0][1])
+        pair_fig = interaction_scatter(inter, expl.oriented_to_winner(), i, j)
+        st.plotly_chart(pair_fig, width="stretch", config=PLOT_CONFIG, key="explain:pair")
 
 
 run_guarded(render)

@@ -6,14 +6,23 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import services, state
-from dashboard.components.explanations import fetch, figures, require_model, sample_note
-from dashboard.components.export import table_download
+from dashboard import links, services, state
+from dashboard.components.explanations import (
+    PLOT_CONFIG,
+    fetch,
+    figures,
+    require_model,
+    sample_note,
+)
+from dashboard.components.export import figure_exports, file_stem, provenance, table_download
 from dashboard.components.guard import run_guarded
+from dashboard.components.precision import precision_control
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
 from prefshap_core import workflow
 from prefshap_core.csv_safety import to_csv_bytes
+from prefshap_core.plots import own_vs_opponents
+from prefshap_core.plots.own_vs_opponents import side_totals
 
 VIEWS = {"all": "All duels", "losses": "Losses", "wins": "Wins"}
 RESULT_OF_VIEW = {"losses": "lost", "wins": "won"}
@@ -30,6 +39,9 @@ def _pick_item(loaded: state.LoadedData) -> str:
     labels = {str(i): str(lab) for i, lab in zip(data.item_ids, data.labels, strict=True)}
     counts = {str(data.item_ids[k]): int(activity[k]) for k in order}
     current = state.selected_item(loaded)
+    linked = links.take("player", ids)
+    if linked is not None:  # a link just opened: its player wins over the widget's own
+        st.session_state[f"players:item:{loaded.fingerprint}"] = linked
     item_id = st.selectbox(
         "Player (type to search by name or id)",
         ids,
@@ -50,7 +62,11 @@ def _open_duel(loaded: state.LoadedData, duel: int, item_id: str) -> None:
     st.switch_page("views/duel.py")
 
 
-def _record(record: workflow.ItemRecord) -> None:
+def _opponent_key(loaded: state.LoadedData, item_id: str) -> str:
+    return f"players:opponent:{loaded.fingerprint}:{item_id}"
+
+
+def _record(loaded: state.LoadedData, record: workflow.ItemRecord) -> None:
     c = st.columns(4)
     c[0].metric("Duels", f"{record.n_duels:,}")
     c[1].metric("Wins", f"{record.wins:,}")
@@ -67,7 +83,26 @@ def _record(record: workflow.ItemRecord) -> None:
             .agg(duels=("duel", "size"), wins=("won", "sum"), losses=("lost", "sum"))
             .sort_values(["duels", "opponent"], ascending=[False, True])
         )
-        paginated(opponents, key=f"opponents:{record.item_id}", page_size=10)
+        st.caption("Select an opponent to see only the duels against it.")
+        picked = paginated(
+            opponents, key=f"opponents:{record.item_id}", page_size=10, selectable=True
+        )
+        if picked is not None:  # before the filter below is drawn: it shows this choice
+            st.session_state[_opponent_key(loaded, record.item_id)] = str(
+                opponents["opponent_id"].iloc[picked]
+            )
+
+
+def _pick_opponent(loaded: state.LoadedData, record: workflow.ItemRecord) -> str | None:
+    table = record.duels
+    counts = table.groupby("opponent_id")["duel"].size().sort_values(ascending=False)
+    names = dict(zip(table["opponent_id"], table["opponent"], strict=False))
+    choices = [None, *counts.index.astype(str).tolist()]
+    return st.selectbox(
+        "Against", choices, key=_opponent_key(loaded, record.item_id),
+        format_func=lambda o: "all opponents" if o is None
+        else f"{names[o]} ({counts[o]} duel{'s' if counts[o] != 1 else ''})",
+    )  # fmt: skip
 
 
 def render() -> None:
@@ -82,20 +117,33 @@ def render() -> None:
     st.subheader(
         md(record.label) if record.label == item_id else f"{md(record.label)} ({md(item_id)})"
     )
-    _record(record)
+    _record(loaded, record)
     if record.n_duels == 0:
         st.info("This item has no duels.")
+        links.write(player=item_id)
         return
 
-    view = st.segmented_control(
-        "Explain", list(VIEWS), format_func=VIEWS.get, default="all", required=True,
-        key=f"players:view:{loaded.fingerprint}", persist_state=state.PERSIST,
-    )  # fmt: skip
-    duels = workflow.duels_of_item(data, item_id, outcome=view)
+    c = st.columns([3, 2, 1], vertical_alignment="bottom")
+    with c[2]:
+        precision_control("players")
+    with c[0]:
+        linked = links.take("view", list(VIEWS))
+        if linked is not None:
+            st.session_state[f"players:view:{loaded.fingerprint}"] = linked
+        view = st.segmented_control(
+            "Explain", list(VIEWS), format_func=VIEWS.get, default="all", required=True,
+            key=f"players:view:{loaded.fingerprint}", persist_state=state.PERSIST,
+        )  # fmt: skip
+    with c[1]:
+        opponent = _pick_opponent(loaded, record)
+    links.write(player=item_id, view=view)
+    duels = workflow.duels_of_item(data, item_id, outcome=view, opponent=opponent)
+    opponent_names = dict(zip(record.duels["opponent_id"], record.duels["opponent"], strict=False))
+    against = "" if opponent is None else f" against {opponent_names[opponent]}"
     st.caption(
-        f"{VIEWS[view]} of {md(record.label)}, explained from its point of view: right of "
-        f"zero, the feature pushed towards {md(record.label)}; red, {md(record.label)} had "
-        "more of it."
+        f"{VIEWS[view]}{md(against)} of {md(record.label)}, explained from its point of view: "
+        f"right of zero, the feature pushed towards {md(record.label)}; red, {md(record.label)} "
+        "had more of it."
     )
     if len(duels) == 0:
         st.info(f"{md(record.label)} has no {VIEWS[view].lower()}.")
@@ -122,20 +170,62 @@ def render() -> None:
 
                 figures(
                     shown,
-                    title=f"{record.label}: {VIEWS[view].lower()} ({shown.n_duels:,})",
+                    title=f"{record.label}: {VIEWS[view].lower()}{against} ({shown.n_duels:,})",
                     stem=f"{data.name}_{record.label}_{view}_{what}",
                     key=f"players:{what}",
+                    provenance=provenance(loaded.title, services.model_description(model),
+                                          shown.n_duels),
                     bar_kind="mean",
                     on_point=open_point,
-                )
-    _duel_table(loaded, record, view)
+                )  # fmt: skip
+        if view == "losses":
+            _own_vs_opponents(loaded, model, record, duels)
+    _duel_table(loaded, record, view, opponent)
 
 
-def _duel_table(loaded: state.LoadedData, record: workflow.ItemRecord, view: str) -> None:
+def _own_vs_opponents(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    record: workflow.ItemRecord,
+    duels: np.ndarray,
+) -> None:
+    """Its losses with each side's features as separate players: its own vs its opponents'."""
+    show = st.toggle(
+        "Own features vs opponents' features",
+        key=f"players:sides:{loaded.fingerprint}",
+        persist_state=state.PERSIST,
+        help=f"Did {record.label} lose because of its own features or its opponents'? "
+        "Each side's item features become separate players.",
+    )
+    if not show:
+        return
+    req = services.request(loaded, model, duels, "sides")
+    sample_note(req, cap_hint=False)
+    expl = fetch(loaded, model, req, page="players")
+    if expl is None:
+        return
+    shown = expl.losses_of(record.item_id)
+    own, theirs = (float(t.mean()) for t in side_totals(shown))
+    st.caption(
+        f"Over its {shown.n_duels:,} losses, {record.label}'s own features moved the "
+        f"preference by {own:+.3f} on average and its opponents' features by {theirs:+.3f} "
+        f"(negative: towards the loss; mean preference {shown.outputs.mean():+.3f})."
+    )
+    fig = own_vs_opponents(shown, title=f"{record.label}: own vs opponents' features in losses")
+    st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="players:own-vs-opponents")
+    stem = file_stem("own_vs_opponents", loaded.data.name, record.item_id)
+    figure_exports(fig, stem, expl=shown, key="players:own-vs-opponents")
+
+
+def _duel_table(
+    loaded: state.LoadedData, record: workflow.ItemRecord, view: str, opponent: str | None
+) -> None:
     st.markdown(f"**{VIEWS[view]} of {md(record.label)}** — select a row to open the duel")
     table: pd.DataFrame = record.duels
     if view in RESULT_OF_VIEW:
         table = table[table["result"] == RESULT_OF_VIEW[view]]
+    if opponent is not None:
+        table = table[table["opponent_id"] == opponent]
     picked = paginated(
         table,
         key=f"duels:{loaded.fingerprint}:{record.item_id}:{view}",
@@ -154,11 +244,14 @@ def _duel_table(loaded: state.LoadedData, record: workflow.ItemRecord, view: str
         key=f"players:open:{record.item_id}:{view}",
     )
     with c[1]:
+        cli_table = workflow.explain_input_table(loaded.data, table["duel"].to_numpy())
         table_download(
-            to_csv_bytes(table),
+            to_csv_bytes(cli_table),
             f"{record.item_id}_{view}_duels.csv",
             label="Duels (CSV)",
             key=f"duels:{record.item_id}:{view}",
+            help="In `prefshap explain --duels` format: left, right, winner (and the "
+            "context columns), so the same duels can be explained from the command line.",
         )
     if duel_id is not None:
         duel = int(table.loc[table["duel_id"] == duel_id, "duel"].iloc[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 
 import pandas as pd
 import streamlit as st
@@ -82,6 +83,27 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
             "CME regulariser (explanations)", min_value=1e-12, value=None, placeholder=auto,
             format="%g", key="train:cme", persist_state=state.PERSIST,
         )  # fmt: skip
+        c = st.columns(3)
+        utility_weight = None
+        if kind != "upm":
+            utility_weight = c[0].number_input(
+                "Utility weight (w)", min_value=0.0, value=None, placeholder=auto, format="%g",
+                key="train:utility_weight", persist_state=state.PERSIST,
+                help="Kernel k_E + w k_UPM: the generalised part plus w times a utility "
+                "model. 0: the plain GPM; empty: chosen on validation.",
+            )  # fmt: skip
+            with c[1]:
+                utility_weights = _numbers_input(
+                    "Utility weights to search", "train:utility_weights", "0, 1, 10, 100, 1000",
+                    allow_zero=True,
+                )  # fmt: skip
+        else:
+            utility_weights = None
+        with c[2]:
+            lengthscale_scales = _numbers_input(
+                "Lengthscale scales to search", "train:ls_scales",
+                "sqrt(groups) x 0.25, 0.5, 1, 2, 4", allow_zero=False,
+            )  # fmt: skip
         lengthscales = _lengthscales_input(
             "Item lengthscales", loaded.data.item_space.feature_names, f"train:lengthscales:{fp}"
         )
@@ -120,6 +142,9 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
         n_centres=int(n_centres),
         lengthscales=lengthscales,
         lengthscale_scale=lengthscale_scale,
+        lengthscale_scales=lengthscale_scales,
+        utility_weight=utility_weight,
+        utility_weights=utility_weights,
         context_lengthscales=context_lengthscales,
         context_cme_lambda=context_cme_lambda,
         penalty=penalty,
@@ -130,6 +155,27 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
         backend=backend,
         baseline=bool(baseline),
     )
+
+
+def _numbers_input(
+    label: str, key: str, placeholder: str, *, allow_zero: bool
+) -> tuple[float, ...] | None:
+    """An optional comma-separated grid; a wrong entry is named and not used."""
+    text = st.text_input(
+        label, placeholder=f"automatic ({placeholder})", key=key, persist_state=state.PERSIST
+    ).strip()
+    if not text:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    low_ok = all((v >= 0) if allow_zero else (v > 0) for v in values)
+    if not values or not low_ok or not all(math.isfinite(v) for v in values):
+        bound = ">= 0" if allow_zero else "> 0"
+        st.error(f"{label}: give comma-separated numbers {bound}; using the automatic grid.")
+        return None
+    return values
 
 
 def _lengthscales_input(label: str, columns: tuple[str, ...], key: str) -> tuple[float, ...] | None:
@@ -228,6 +274,7 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
             {
                 "lengthscale_scale": meta.get("lengthscale_scale"),
                 "penalty": meta.get("penalty"),
+                "utility_weight": meta.get("utility_weight"),
                 "n_centres": result.function.n_centres,
                 "seconds": result.seconds,
             }

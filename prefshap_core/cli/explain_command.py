@@ -3,7 +3,7 @@
 Contract (scripts call it exactly so):
 
     prefshap explain --model M.npz --duels DUELS.csv --out OUT.csv
-        [--what items|context] [--exact] [--samples N] [--seed S]
+        [--what items|context|sides|interactions] [--exact] [--samples N] [--seed S]
         [--dtype float64|float32] [--device cpu|cuda]
         [--cme-method auto|cholesky|cg|nystrom]
         [--scheduler tcp://HOST:8786 | --workers N] [--connect-timeout SECONDS]
@@ -18,6 +18,12 @@ OUT.csv: one row per input duel, in input order: ``left,right``, then ``duel_id`
 player (group name), then for sampled runs ``se:<player>`` (standard errors of the
 sampled values); values left-vs-right (positive favours left).
 
+``--what sides``: each side's item groups are separate players, columns
+``left:<group>`` for every group, then ``right:<group>`` (and ``se:left:<group>``,
+``se:right:<group>``). ``--what interactions`` (always exact, at most 16 item groups;
+C-GPM: the context-averaged model): one column ``<a>*<b>`` per unordered pair of item
+groups in the model's group order, the pairwise Shapley interaction index.
+
 ``--scheduler`` runs the coalition batches on a running Dask cluster, ``--workers N``
 on a local cluster of N worker processes (loopback only); neither: in this process.
 The numbers are the same either way (README, "Running on a cluster").
@@ -31,7 +37,9 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,9 +59,17 @@ from prefshap_core.explain.dask_executor import (
     local_cluster,
 )
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interaction_explanation import (
+    InteractionExplanation,
+    check_interaction_groups,
+    explain_interactions,
+)
+from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
 from prefshap_core.explain.options import CME_METHODS
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
+
+WHATS = ("items", "context", "sides", "interactions")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -66,7 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", required=True, help="model file (.npz, docs/model-format.md)")
     parser.add_argument("--duels", required=True, help="CSV with left, right [, winner, context]")
     parser.add_argument("--out", required=True, help="CSV to write")
-    parser.add_argument("--what", choices=("items", "context"), default="items")
+    parser.add_argument("--what", choices=WHATS, default="items")
     parser.add_argument("--exact", action="store_true", help="enumerate every coalition")
     parser.add_argument("--samples", type=int, help="sampled coalitions (paired kernel sampling)")
     parser.add_argument("--seed", type=int, default=0, help="coalition sampling seed")
@@ -78,6 +94,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default="auto",
         help="how the coalition CMEs are solved: exact Cholesky, preconditioned CG (exact "
         "to its tolerance), Nyström (approximate, very large pools), or auto (default)",
+    )
+    parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="skip duels with unknown or missing ids or a bad winner instead of stopping; "
+        "they are written with their reasons to --rejected-out",
+    )
+    parser.add_argument(
+        "--rejected-out", help="CSV of the skipped rows (default: beside --out, *.rejected.csv)"
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
@@ -91,15 +116,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=DEFAULT_CONNECT_TIMEOUT,
         help=f"seconds to reach --scheduler (default {DEFAULT_CONNECT_TIMEOUT:g})",
-    )
-    parser.add_argument(
-        "--lenient",
-        action="store_true",
-        help="skip duels with unknown or missing ids or a bad winner instead of stopping; "
-        "they are written with their reasons to --rejected-out",
-    )
-    parser.add_argument(
-        "--rejected-out", help="CSV of the skipped rows (default: beside --out, *.rejected.csv)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
@@ -127,13 +143,25 @@ def _executor(args: argparse.Namespace) -> Iterator[DaskExecutor | None]:
         yield None
 
 
+# One call per process: nothing to keep factorizations for, so each coalition takes its
+# cheapest solve (a kept factorization is solved for every centre, worth it only when
+# later calls reuse it, as in the dashboard).
+ONE_SHOT = 0
+
+
 def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     if args.exact and args.samples is not None:
         raise ValueError("--exact and --samples exclude each other")
     if args.samples is not None and args.samples < 1:
         raise ValueError("--samples must be at least 1")
+    if args.what == "interactions" and args.samples is not None:
+        raise ValueError("--what interactions is always exact: drop --samples")
     fn = load_model(args.model)
+    if args.what == "interactions":
+        check_interaction_groups(fn.item_space.n_groups)
+    if args.what == "context" and fn.kind != "cgpm":
+        raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
     for old, new in fn.metadata.get("renamed_players", {}).items():
         print(
             f"prefshap explain: note: player '{old}' is called '{new}' in {args.out}: "
@@ -142,49 +170,35 @@ def run(args: argparse.Namespace) -> int:
         )
     file_name = Path(args.duels).name
     table = read_any(Path(args.duels), file_name=file_name)
+    skipped = 0
     if args.lenient:
         table, rejected = _usable_rows(table, fn, file_name)
         target = args.rejected_out or Path(args.out).with_name(
             Path(args.out).stem + ".rejected.csv"
         )
         write_rejected(rejected, target, "prefshap explain")
-    left, right = _ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name)
-    winners = _winners(table, left, right, file_name)
-    contexts = None
-    if args.what == "context":
-        if fn.kind != "cgpm":
-            raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
-        contexts = _contexts(table, fn, file_name)
+        skipped = len(rejected)
+    duels = _Duels(
+        left=_ids(table, fn, "left", file_name),
+        right=_ids(table, fn, "right", file_name),
+        winners=None,
+        ids=np.array([str(r) for r in row_numbers(table)]),
+    )
+    duels.winners = _winners(table, duels.left, duels.right, file_name)
+    compute = Compute(device=args.device, dtype=args.dtype)
     with _executor(args) as executor:
-        options = ExplainOptions(
-            what=args.what,
-            max_exact_players=10**9 if args.exact else (0 if args.samples is not None else None),
-            n_samples=args.samples,
-            seed=args.seed,
-            cme=cme_options(args.cme_method),
-            executor=executor,
-        )
-        explainer = Explainer(fn, options, compute=Compute(device=args.device, dtype=args.dtype))
-        expl = explainer(
-            left,
-            right,
-            contexts=contexts,
-            winners=winners,
-            duel_ids=np.array([str(r) for r in row_numbers(table)]),
-            progress=stderr_progress(args.quiet),
-        )
-    out = explanation_table(expl, table)
+        if args.what == "interactions":
+            out, summary = _interactions(args, fn, duels, table, compute, executor)
+        else:
+            out, summary = _explanation(args, fn, duels, table, compute, executor)
+    summary["executor"] = "in-process" if executor is None else repr(executor)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_csv(out, args.out, float_format="%.17g")  # ids and headers formula-safe
     summary = {
         "duels": len(out),
         "what": args.what,
-        "players": list(expl.player_names),
-        "shapley": expl.meta.get("shapley"),
-        "n_coalitions": expl.meta.get("n_coalitions"),
-        "cme_method": expl.meta.get("cme", {}).get("method"),
-        "executor": "in-process" if options.executor is None else repr(options.executor),
-        "max_efficiency_gap": expl.efficiency_gap(),
+        "skipped": skipped,
+        **summary,
         "seconds": time.perf_counter() - start,
         "out": str(args.out),
     }
@@ -193,20 +207,111 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass
+class _Duels:
+    left: np.ndarray
+    right: np.ndarray
+    winners: np.ndarray | None
+    ids: np.ndarray
+
+
+def _explanation(
+    args: argparse.Namespace,
+    fn: PreferenceFunction,
+    duels: _Duels,
+    table: pd.DataFrame,
+    compute: Compute,
+    executor: DaskExecutor | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    options = ExplainOptions(
+        what=args.what,
+        max_exact_players=10**9 if args.exact else (0 if args.samples is not None else None),
+        n_samples=args.samples,
+        seed=args.seed,
+        cme=cme_options(args.cme_method),
+        factor_cache_bytes=ONE_SHOT,
+        executor=executor,
+    )
+    contexts = _contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
+    expl = Explainer(fn, options, compute=compute)(
+        duels.left,
+        duels.right,
+        contexts=contexts,
+        winners=duels.winners,
+        duel_ids=duels.ids,
+        progress=stderr_progress(args.quiet),
+    )
+    return explanation_table(expl, table), {
+        "players": list(expl.player_names),
+        "shapley": expl.meta.get("shapley"),
+        "n_coalitions": expl.meta.get("n_coalitions"),
+        "cme_method": expl.meta.get("cme", {}).get("method"),
+        "max_efficiency_gap": expl.efficiency_gap(),
+    }
+
+
+def _interactions(
+    args: argparse.Namespace,
+    fn: PreferenceFunction,
+    duels: _Duels,
+    table: pd.DataFrame,
+    compute: Compute,
+    executor: DaskExecutor | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    options = ExplainOptions(
+        what="items",
+        max_exact_players=MAX_INTERACTION_PLAYERS,
+        cme=cme_options(args.cme_method),
+        factor_cache_bytes=ONE_SHOT,
+        executor=executor,
+    )
+    inter = explain_interactions(
+        fn,
+        duels.left,
+        duels.right,
+        winners=duels.winners,
+        duel_ids=duels.ids,
+        explainer=Explainer(fn, options, compute=compute),
+        progress=stderr_progress(args.quiet),
+    )
+    return interaction_table(inter, table), {
+        "players": list(inter.player_names),
+        "pairs": inter.pair_names,
+        "shapley": "exact",
+    }
+
+
 def explanation_table(expl: Explanation, table: pd.DataFrame) -> pd.DataFrame:
     """The output layout of every ``--what``: ids, [duel_id, winner], output, values, [se]."""
-    out = pd.DataFrame({"left": expl.left_ids, "right": expl.right_ids})
+    columns = {name: expl.values[:, j] for j, name in enumerate(expl.player_names)}
+    if expl.meta.get("shapley") == "sampled" and expl.standard_errors is not None:
+        for j, name in enumerate(expl.player_names):
+            columns[f"se:{name}"] = expl.standard_errors[:, j]
+    return _layout(expl.left_ids, expl.right_ids, expl.outputs, expl.base_values, columns, table)
+
+
+def interaction_table(inter: InteractionExplanation, table: pd.DataFrame) -> pd.DataFrame:
+    """The same layout with one ``<a>*<b>`` column per pair (base value: v(empty) = 0)."""
+    columns = {name: inter.values[:, k] for k, name in enumerate(inter.pair_names)}
+    base = np.zeros(inter.n_duels)
+    return _layout(inter.left_ids, inter.right_ids, inter.outputs, base, columns, table)
+
+
+def _layout(
+    left: np.ndarray,
+    right: np.ndarray,
+    outputs: np.ndarray,
+    base_values: np.ndarray,
+    columns: dict[str, np.ndarray],
+    table: pd.DataFrame,
+) -> pd.DataFrame:
+    out = pd.DataFrame({"left": left, "right": right})
     for name in ("duel_id", "winner"):
         if name in table.columns:
             out[name] = table[name].to_numpy()
-    out["output"] = expl.outputs
-    out["base_value"] = expl.base_values
-    for j, name in enumerate(expl.player_names):
-        out[name] = expl.values[:, j]
-    if expl.meta.get("shapley") == "sampled" and expl.standard_errors is not None:
-        for j, name in enumerate(expl.player_names):
-            out[f"se:{name}"] = expl.standard_errors[:, j]
-    return out
+    out["output"] = outputs
+    out["base_value"] = base_values
+    return pd.concat([out, pd.DataFrame(columns, index=out.index)], axis=1)
 
 
 def _usable_rows(

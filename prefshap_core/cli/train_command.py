@@ -45,6 +45,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--lengthscale-scale", type=float, help="fix the lengthscale scale")
     parser.add_argument(
+        "--lengthscale-scales",
+        type=_floats,
+        help="the lengthscale scales to search (comma-separated; default: sqrt(groups) times "
+        "0.25, 0.5, 1, 2, 4)",
+    )
+    parser.add_argument(
+        "--utility-weight",
+        type=_weight,
+        help="fix the utility weight w of the GPM / C-GPM kernel k_E + w k_UPM (0: plain GPM)",
+    )
+    parser.add_argument(
+        "--utility-weights",
+        type=_weights,
+        help="the utility weights to search (comma-separated, >= 0; default: 0,1,10,100,1000)",
+    )
+    parser.add_argument(
         "--context-lengthscales",
         type=_floats,
         help="fix the context lengthscales (comma-separated, C-GPM)",
@@ -116,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
         n_centres=args.n_centres,
         lengthscales=args.lengthscales,
         lengthscale_scale=args.lengthscale_scale,
+        lengthscale_scales=args.lengthscale_scales,
+        utility_weight=args.utility_weight,
+        utility_weights=args.utility_weights,
         context_lengthscales=args.context_lengthscales,
         context_cme_lambda=args.context_cme_lambda,
         penalty=args.penalty,
@@ -168,3 +187,17 @@ def _floats(text: str) -> tuple[float, ...]:
     if not values or min(values) <= 0:
         raise argparse.ArgumentTypeError("lengthscales must be positive")
     return values
+
+
+def _weight(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError("utility weights must be finite numbers >= 0")
+    return value
+
+
+def _weights(text: str) -> tuple[float, ...]:
+    return tuple(_weight(v) for v in text.split(","))

@@ -12,6 +12,13 @@ Policy, documented for users in sample_data/README.md:
 - Missing values are imputed (numeric: median; categorical: most frequent category)
   and every imputation is reported as an :class:`ImputationNote`; a column with no
   value at all is an error.
+- A column with at least ``missing_indicator_share`` (default 20%) of its cells
+  missing gets a 0/1 *missing indicator* column ``"<column> (missing)"`` in its own
+  group instead, so that unknown rows are not made identical to the typical one:
+  its missing cells then read as the mean of the present values (numeric; 0 in model
+  space) or as no category (categorical), with the indicator at 1. Both rules need
+  nothing but the feature space, so a model file's reader encodes an empty cell the
+  same way (docs/model-format.md).
 - Columns are standardised once, on this table: offset = mean, scale = standard
   deviation (1 for constant columns).
 """
@@ -32,6 +39,8 @@ from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.errors import DataValidationError
 
 NUMERIC_SHARE = 0.8
+MISSING_INDICATOR_SHARE = 0.2  # this share of missing cells or more: an indicator column
+MISSING_SUFFIX = " (missing)"
 MAX_ABS_VALUE = 1e100  # beyond this, squares and sums in the kernels overflow
 _BOOLEANS = {"true": 1.0, "false": 0.0}
 
@@ -45,12 +54,20 @@ class GroupEncoding:
     sources: tuple[str, ...]  # raw table columns
     categories: tuple[str, ...] = ()  # one-hot order, for the categorical kinds
     fill: float | str | None = None  # replaces a missing cell; None: missing is an error
+    missing_indicator: bool = False  # a last 0/1 column "<name> (missing)"
 
     @property
     def feature_names(self) -> tuple[str, ...]:
         if self.kind == "numeric":
-            return (self.name,)
-        return tuple(f"{self.name}={category}" for category in self.categories)
+            names: tuple[str, ...] = (self.name,)
+        else:
+            names = tuple(f"{self.name}={category}" for category in self.categories)
+        return names + ((self.name + MISSING_SUFFIX,) if self.missing_indicator else ())
+
+    @property
+    def fills_missing(self) -> bool:
+        """Whether a missing cell can be encoded (a fill, or no category + indicator)."""
+        return self.fill is not None or (self.missing_indicator and self.kind != "numeric")
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,17 +84,26 @@ class EncodingSpec:
 
         A one-column group named like its column is numeric; a group of
         ``"<group>=<category>"`` columns is categorical and reads a column named
-        ``<group>``. Missing cells are then errors, as the fills are unknown.
+        ``<group>``; either may end with a ``"<group> (missing)"`` indicator column.
+        Missing cells are then errors, as the fills are unknown, except in groups
+        with an indicator (numeric: the column's mean, categorical: no category).
         """
         groups = []
         for index, group in enumerate(space.group_names):
-            names = [space.feature_names[j] for j in space.group_columns(index)]
+            columns = list(space.group_columns(index))
+            names = [space.feature_names[j] for j in columns]
+            indicator = len(names) > 1 and names[-1] == group + MISSING_SUFFIX
+            if indicator:
+                names, columns = names[:-1], columns[:-1]
             prefix = f"{group}="
             if names == [group]:
-                groups.append(GroupEncoding(group, "numeric", (group,)))
-            elif all(name.startswith(prefix) for name in names):
+                fill = float(space.offset[columns[0]]) if indicator else None
+                groups.append(GroupEncoding(group, "numeric", (group,), (), fill, indicator))
+            elif names and all(name.startswith(prefix) for name in names):
                 categories = tuple(name[len(prefix) :] for name in names)
-                groups.append(GroupEncoding(group, "categorical", (group,), categories))
+                groups.append(
+                    GroupEncoding(group, "categorical", (group,), categories, None, indicator)
+                )
             else:
                 raise ValueError(
                     f"feature group {group!r} has columns {names}: neither one numeric "
@@ -108,8 +134,13 @@ def encode_table(
     categorical: Iterable[str] = (),
     multi_categorical: Mapping[str, Sequence[str]] | None = None,
     max_categories: int = 50,
+    missing_indicator_share: float | None = MISSING_INDICATOR_SHARE,
 ) -> EncodedTable:
-    """Infer column kinds, impute, one-hot encode and standardise ``columns`` of ``table``."""
+    """Infer column kinds, impute, one-hot encode and standardise ``columns`` of ``table``.
+
+    ``missing_indicator_share``: columns with at least this share of missing cells
+    get a missing indicator (module docstring); None: never.
+    """
     columns = [str(c) for c in (table.columns if columns is None else columns)]
     if table.columns.has_duplicates:
         name = str(table.columns[table.columns.duplicated()][0])
@@ -130,14 +161,16 @@ def encode_table(
             name, sources = multi_of[column], tuple(multi[multi_of[column]])
             cells = [text_cells(table[source]) for source in sources]
             group, block, note = _fit_categories(
-                name, sources, cells, rows, file_name, table_name, max_categories
-            )
+                name, sources, cells, rows, file_name, table_name, max_categories,
+                missing_indicator_share,
+            )  # fmt: skip
         else:
             forced = "numeric" if column in numeric else None
             forced = "categorical" if column in categorical else forced
             group, block, note = _fit_column(
-                column, table[column], rows, file_name, table_name, max_categories, forced
-            )
+                column, table[column], rows, file_name, table_name, max_categories, forced,
+                missing_indicator_share,
+            )  # fmt: skip
         groups.append(group)
         blocks.append(block)
         if note is not None:
@@ -178,7 +211,7 @@ def encode_rows(
             cells = [text_cells(table[source]) for source in group.sources]
             block, missing = _one_hot(group, cells, rows, file_name)
         if missing.any():
-            if group.fill is None:
+            if not group.fills_missing:
                 row = int(rows[np.flatnonzero(missing)[0]])
                 raise DataValidationError(
                     "missing value, and no fill value is known for this column",
@@ -188,7 +221,7 @@ def encode_rows(
                 )
             block = _fill(group, block, missing)
             notes.append(_note(spec.table, group, int(missing.sum())))
-        blocks.append(block)
+        blocks.append(_with_indicator(group, block, missing))
     raw = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(table), 0))
     return EncodedTable(spec=spec, model=spec.space.standardise(raw), raw=raw, notes=tuple(notes))
 
@@ -198,15 +231,18 @@ def row_labels(raw: np.ndarray, spec: EncodingSpec) -> np.ndarray:
     parts = []
     for group in spec.groups:
         block = raw[:, spec.space.group_columns(group.name)]
+        unknown = block[:, -1] > 0.5 if group.missing_indicator else np.zeros(len(raw), bool)
         if group.kind == "numeric":
-            parts.append([f"{group.name} {value:g}" for value in block[:, 0]])
+            labels = [f"{group.name} {value:g}" for value in block[:, 0]]
         else:
-            parts.append(
-                [
-                    "+".join(c for c, on in zip(group.categories, r, strict=True) if on)
-                    for r in block > 0.5
-                ]
-            )
+            n = len(group.categories)
+            labels = [
+                "+".join(c for c, on in zip(group.categories, r, strict=True) if on)
+                for r in block[:, :n] > 0.5
+            ]
+        parts.append(
+            [f"{group.name} ?" if u else label for label, u in zip(labels, unknown, strict=True)]
+        )
     return np.array([" / ".join(p) for p in zip(*parts, strict=True)] if parts else [], dtype=str)
 
 
@@ -219,6 +255,7 @@ def _fit_column(
     table_name: str,
     max_categories: int,
     forced: str | None,
+    indicator_share: float | None,
 ) -> tuple[GroupEncoding, np.ndarray, ImputationNote | None]:
     values, bad = _parse_numbers(series)
     n_present = int((~np.isnan(values)).sum() + bad.sum())
@@ -240,12 +277,18 @@ def _fit_column(
         _raise_bad_numbers(bad, series, rows, file_name, column, why)
         _check_magnitude(values, rows, file_name, column)
         missing = np.isnan(values)
-        fill = float(np.median(values[~missing]))
-        group = GroupEncoding(column, "numeric", (column,), fill=fill)
-        block = _fill(group, values[:, None], missing)
+        indicator = _wants_indicator(missing, indicator_share)
+        present = values[~missing]
+        # With an indicator: the mean, which is the column's offset, so a reader of the
+        # model file alone fills an empty cell the same way (model-space 0).
+        fill = float(present.mean() if indicator else np.median(present))
+        group = GroupEncoding(column, "numeric", (column,), fill=fill, missing_indicator=indicator)
+        block = _with_indicator(group, _fill(group, values[:, None], missing), missing)
         return group, block, _note(table_name, group, int(missing.sum())) if missing.any() else None
     cells = text_cells(series)
-    return _fit_categories(column, (column,), [cells], rows, file_name, table_name, max_categories)
+    return _fit_categories(
+        column, (column,), [cells], rows, file_name, table_name, max_categories, indicator_share
+    )
 
 
 def _fit_categories(
@@ -256,6 +299,7 @@ def _fit_categories(
     file_name: str,
     table_name: str,
     max_categories: int,
+    indicator_share: float | None = None,
 ) -> tuple[GroupEncoding, np.ndarray, ImputationNote | None]:
     counts = Counter(cell for column in cells for cell in column if cell is not None)
     if not counts:
@@ -277,7 +321,9 @@ def _fit_categories(
     kind = "categorical" if len(sources) == 1 else "multi_categorical"
     group = GroupEncoding(name, kind, sources, categories, fill=most_frequent)
     block, missing = _one_hot(group, cells, rows, file_name)
-    block = _fill(group, block, missing)
+    if _wants_indicator(missing, indicator_share):
+        group = GroupEncoding(name, kind, sources, categories, None, missing_indicator=True)
+    block = _with_indicator(group, _fill(group, block, missing), missing)
     return group, block, _note(table_name, group, int(missing.sum())) if missing.any() else None
 
 
@@ -307,14 +353,28 @@ def _fill(group: GroupEncoding, block: np.ndarray, missing: np.ndarray) -> np.nd
     block = block.copy()
     if group.kind == "numeric":
         block[missing, 0] = group.fill
-    else:
+    elif group.fill is not None:  # else (indicator): no category
         block[missing, group.categories.index(group.fill)] = 1.0
     return block
 
 
+def _wants_indicator(missing: np.ndarray, share: float | None) -> bool:
+    return share is not None and bool(missing.any()) and missing.mean() >= share
+
+
+def _with_indicator(group: GroupEncoding, block: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    if not group.missing_indicator:
+        return block
+    return np.concatenate([block, missing[:, None].astype(np.float64)], axis=1)
+
+
 def _note(table_name: str, group: GroupEncoding, n_missing: int) -> ImputationNote:
+    marked = f", marked in {group.name + MISSING_SUFFIX!r}" if group.missing_indicator else ""
     if group.kind == "numeric":
-        filled = f"median {group.fill:g}"
+        how = "mean" if group.missing_indicator else "median"
+        filled = f"{how} {group.fill:g}{marked}"
+    elif group.fill is None:
+        filled = f"no category{marked}"
     else:
         filled = f"most frequent category {group.fill!r}"
     return ImputationNote(

@@ -43,7 +43,10 @@ def read_any(source: str | Path | bytes, *, file_name: str, decimal: str = "auto
 
 def _read_workbook(raw: bytes, file_name: str) -> pd.DataFrame:
     try:
-        table = pd.read_excel(io.BytesIO(raw), sheet_name=0, header=None, engine="openpyxl")
+        table = pd.read_excel(
+            io.BytesIO(raw), sheet_name=0, header=None, engine="openpyxl",
+            keep_default_na=False, na_values=[""],  # cells as the CSV reader reads them
+        )  # fmt: skip
     except Exception as exc:  # openpyxl raises many kinds for a broken archive
         raise DataValidationError(
             f"this is a zip archive but not a readable .xlsx workbook ({type(exc).__name__}: "

@@ -7,8 +7,9 @@ pool never changes). All of them become rows of one table of distinct query rows
 Exact antisymmetry: every duel is put in a canonical orientation (the smaller query
 row on the left, rows ordered by value) and deduplicated (with its context, if any)
 before anything is computed; values are computed once per canonical duel and
-negated for swapped ones. A duel and its swap are therefore the same floats negated,
-within a call and across calls that query the same items.
+negated for swapped ones. A duel and its swap are therefore the same floats negated
+within a call (and across calls of explainers that keep no factorizations); a later
+call of the same explainer agrees to rounding (1e-15 relative).
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.games.base import Game
 from prefshap_core.explain.games.context import ContextGame
 from prefshap_core.explain.games.items import ItemGame
+from prefshap_core.explain.games.sides import SidesGame, side_player_data
 from prefshap_core.explain.options import ExplainOptions
 from prefshap_core.explain.player_data import context_columns, player_differences
 from prefshap_core.explain.shapley import (
@@ -58,6 +59,7 @@ from prefshap_core.explain.shapley import (
     choose_coalitions,
     coalition_count,
 )
+from prefshap_core.explain.shapley.coalitions import bits_from_masks
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
 
@@ -193,9 +195,18 @@ class Explainer:
             )
         sign = canon.sign
         values = phi_u[canon.inverse] * sign[:, None]
+        standard_errors = se_u[canon.inverse]
+        swap = getattr(game, "side_swap", None)
+        if swap is not None:  # side players: a swapped duel also exchanges the sides
+            flip = sign < 0
+            values[flip] = values[flip][:, swap]
+            standard_errors[flip] = standard_errors[flip][:, swap]
         space = game.space
         if options.what == "items":
             data, labels = player_differences(space, left_side.rows, right_side.rows)
+            context_values = None
+        elif options.what == "sides":
+            data, labels = side_player_data(fn.item_space, left_side.rows, right_side.rows)
             context_values = None
         else:
             data = np.full((n, space.n_groups), np.nan)
@@ -210,7 +221,7 @@ class Explainer:
             left_ids=left_side.ids,
             right_ids=right_side.ids,
             winners=winners,
-            standard_errors=se_u[canon.inverse],
+            standard_errors=standard_errors,
             kind=options.what,
             data_labels=labels,
             context_values=context_values,
@@ -249,6 +260,11 @@ class Explainer:
                 canon, coalitions, _ValueTable(), ensure_progress(progress), "coalition values"
             )
         values = table[:, canon.inverse] * canon.sign[None, :]
+        swap = getattr(game, "side_swap", None)
+        if swap is not None:  # a swapped duel's coalition (S_l, S_r) is the canonical (S_r, S_l)
+            flip = canon.sign < 0
+            codes = bits_from_masks(coalitions.masks[:, swap])
+            values[:, flip] = values[codes][:, flip]
         return CoalitionTable(coalitions.masks, values, tuple(game.space.group_names))
 
     @property
@@ -287,12 +303,13 @@ class Explainer:
             return self._game
         fn, options = self.function, self.options
         game: Game
-        if options.what == "items":
+        if options.what in ("items", "sides"):
             lam = _regulariser(
                 fn.cme_lambda if options.cme_lambda is None else options.cme_lambda,
                 DEFAULT_CME_LAMBDA,
             )
-            game = ItemGame(fn, self.compute, lam, self.stats)
+            game_type = ItemGame if options.what == "items" else SidesGame
+            game = game_type(fn, self.compute, lam, self.stats)
             n_queries = len(canon.batch.items)
         else:
             lam = _regulariser(
@@ -303,11 +320,14 @@ class Explainer:
             assert canon.batch.contexts is not None
             n_queries = len(canon.batch.contexts)
         p = game.space.n_groups
+        n_coalitions = coalition_count(p, options.exact_limit(), options.n_samples)
+        # The side game embeds each side's coalitions, not the pairs: size the CMEs by them.
+        n_embeddings = getattr(game, "n_embeddings", None)
         self._backend = make_backend(
             options.cme,
             game.problem,
             n_queries,
-            coalition_count(p, options.exact_limit(), options.n_samples),
+            n_coalitions if n_embeddings is None else n_embeddings(n_coalitions),
             self.compute,
             options.factor_cache_bytes,
         )

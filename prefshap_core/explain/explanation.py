@@ -36,7 +36,7 @@ class Explanation:
     right_ids: np.ndarray  # (q,) str
     winners: np.ndarray  # (q,) int8: +1 left won, -1 right won, 0 unknown
     standard_errors: np.ndarray | None = None  # (q, p); 0 where exact
-    kind: str = "items"  # "items" | "context"
+    kind: str = "items"  # "items" | "context" | "sides" (left:<g> columns, then right:<g>)
     orientation: str = "left"  # "left" | "winner" | "item:<id>"
     left_labels: np.ndarray | None = None  # (q,) display names
     right_labels: np.ndarray | None = None
@@ -79,10 +79,16 @@ class Explanation:
 
         left_ids, right_ids = swap(self.left_ids, self.right_ids)
         left_labels, right_labels = swap(self.left_labels, self.right_labels)
+        values, data = self.values * col, self.data * col
+        errors, data_labels = self.standard_errors, self.data_labels
+        if self.kind == "sides":  # left:<g> and right:<g> exchange places too
+            values, data = _swap_sides(values, flip), _swap_sides(data, flip)
+            errors, data_labels = _swap_sides(errors, flip), _swap_sides(data_labels, flip)
         return replace(
             self,
-            values=self.values * col,
-            data=self.data * col,
+            values=values,
+            data=data,
+            standard_errors=errors,
             base_values=self.base_values * s,
             outputs=self.outputs * s,
             winners=(self.winners * s).astype(np.int8),
@@ -90,7 +96,7 @@ class Explanation:
             right_ids=right_ids,
             left_labels=left_labels,
             right_labels=right_labels,
-            data_labels=_swap_vs_labels(self.data_labels, flip),
+            data_labels=_swap_vs_labels(data_labels, flip),
             orientation=orientation,
         )
 
@@ -179,6 +185,16 @@ class Explanation:
             for j, name in enumerate(self.player_names):
                 frame[f"se:{name}"] = self.standard_errors[:, j]
         return frame
+
+
+def _swap_sides(a: np.ndarray | None, flip: np.ndarray) -> np.ndarray | None:
+    """Side players (left's groups, then right's): exchange the halves on flipped rows."""
+    if a is None:
+        return None
+    half = a.shape[1] // 2
+    out = a.copy()
+    out[flip] = np.concatenate([a[flip, half:], a[flip, :half]], axis=1)
+    return out
 
 
 def _swap_vs_labels(labels: np.ndarray | None, flip: np.ndarray) -> np.ndarray | None:

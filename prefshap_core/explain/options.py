@@ -19,11 +19,11 @@ from typing import Any, ClassVar, Literal
 # outputs of a fixed model (tests/test_engine_version.py), so an unbumped change fails.
 ENGINE_VERSION = "3"
 
-WHATS = ("items", "context")
+WHATS = ("items", "context", "sides")
 LANDMARK_RULES = ("rpcholesky", "uniform")
 CORRECTIONS = ("diagonal", "none")
 # Players up to which explanations enumerate all coalitions, per game.
-DEFAULT_MAX_EXACT_PLAYERS = {"items": 12, "context": 12}
+DEFAULT_MAX_EXACT_PLAYERS = {"items": 12, "context": 12, "sides": 16}
 
 
 def default_samples(n_players: int) -> int:
@@ -125,9 +125,10 @@ class ExplainOptions:
     """Everything that decides the numbers of an explanation, and where it runs.
 
     ``what``: ``"items"`` (item feature groups; C-GPM context-averaged) or
-    ``"context"`` (a C-GPM's context groups under each duel's context).
+    ``"context"`` (a C-GPM's context groups under each duel's context) or ``"sides"``
+    (each side's item groups as separate players, ``left:<g>`` then ``right:<g>``).
     ``max_exact_players``: enumerate all coalitions up to this many players (``None``:
-    the game's default, 12); beyond, sample ``n_samples`` coalitions (``None``:
+    the game's default, 12; 16 for sides); beyond, sample ``n_samples`` coalitions (``None``:
     ``2p + 2048``) seeded by ``seed``. ``cme``: how coalition embeddings are solved.
     ``cme_lambda``: override of the model's CME regulariser (of the context CME for
     ``what="context"``). ``coalition_batch``: coalition systems solved per batched
@@ -139,7 +140,7 @@ class ExplainOptions:
     ``executor``: where coalition batches run (``None``: in this process).
     """
 
-    what: Literal["items", "context"] = "items"
+    what: Literal["items", "context", "sides"] = "items"
     max_exact_players: int | None = None
     n_samples: int | None = None
     seed: int = 0

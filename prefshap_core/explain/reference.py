@@ -32,7 +32,7 @@ def g_direct(fn: PreferenceFunction, x_l: np.ndarray, x_r: np.ndarray, u=None) -
     krl, krr = rbf(fn.centres_right, x_l, ls)[:, 0], rbf(fn.centres_right, x_r, ls)[:, 0]
     if fn.kind == "upm":
         return float(fn.alpha @ (kll - krl) - fn.alpha @ (klr - krr))
-    pair = kll * krr - klr * krl
+    pair = kll * krr - klr * krl + fn.utility_weight * (kll + krr - klr - krl)
     return float(_context_alpha(fn, u) @ pair)
 
 
@@ -75,7 +75,8 @@ def item_value(
     glr, grl = emb(fn.centres_left, x_r), emb(fn.centres_right, x_l)
     if fn.kind == "upm":
         return float(fn.alpha @ (gll + grr - glr - grl))
-    return float(_context_alpha(fn) @ (gll * grr - glr * grl))
+    utility = fn.utility_weight * (gll + grr - glr - grl)
+    return float(_context_alpha(fn) @ (gll * grr - glr * grl + utility))
 
 
 def context_value(
@@ -92,10 +93,9 @@ def context_value(
         raise ValueError("the reference expands contexts, so it needs integer counts")
     expanded = np.repeat(np.asarray(fn.contexts), counts, axis=0)
     ls = fn.lengthscales
-    xi = (
-        rbf(fn.centres_left, x_l, ls)[:, 0] * rbf(fn.centres_right, x_r, ls)[:, 0]
-        - rbf(fn.centres_left, x_r, ls)[:, 0] * rbf(fn.centres_right, x_l, ls)[:, 0]
-    )
+    kll, klr = rbf(fn.centres_left, x_l, ls)[:, 0], rbf(fn.centres_left, x_r, ls)[:, 0]
+    krl, krr = rbf(fn.centres_right, x_l, ls)[:, 0], rbf(fn.centres_right, x_r, ls)[:, 0]
+    xi = kll * krr - klr * krl + fn.utility_weight * (kll + krr - klr - krl)
     gu = gamma_direct(fn.centres_context, u, expanded, columns, fn.context_lengthscales, lam)
     return float(fn.alpha @ (gu * xi))
 
@@ -166,6 +166,60 @@ def context_shapley(fn: PreferenceFunction, x_l, x_r, u, lam: float):
     value = context_value_of_players(fn, x_l, x_r, u, lam)
     phi = shapley_by_subsets(value, fn.context_space.n_groups)
     return phi, g_direct(fn, x_l, x_r), g_direct(fn, x_l, x_r, u[None, :])
+
+
+def side_embedding(
+    fn: PreferenceFunction, centres: np.ndarray, x: np.ndarray, columns: np.ndarray, lam: float
+) -> np.ndarray:
+    """One side's G_S(C, x): K(C, x) for all columns, the pool's mean embedding for none."""
+    if columns.all():
+        return rbf(centres, x, fn.lengthscales)[:, 0]
+    if not columns.any():
+        return rbf(centres, fn.items, fn.lengthscales).mean(1)
+    return gamma_direct(centres, x, fn.items, columns, fn.lengthscales, lam)
+
+
+def side_value(
+    fn: PreferenceFunction,
+    x_l: np.ndarray,
+    x_r: np.ndarray,
+    columns_left: np.ndarray,
+    columns_right: np.ndarray,
+    lam: float,
+    utility_weight: float = 0.0,
+) -> float:
+    """The side-aware value v(S_l, S_r) by the issue's formula, centre by centre."""
+    g_l = lambda c, x: side_embedding(fn, c, x, columns_left, lam)  # noqa: E731
+    g_r = lambda c, x: side_embedding(fn, c, x, columns_right, lam)  # noqa: E731
+    l_cl, l_cr = g_l(fn.centres_left, x_l), g_l(fn.centres_right, x_l)
+    r_cl, r_cr = g_r(fn.centres_left, x_r), g_r(fn.centres_right, x_r)
+    utility = l_cl - l_cr - r_cl + r_cr
+    if fn.kind == "upm":
+        return float(fn.alpha @ utility)
+    alpha = _context_alpha(fn)
+    return float(alpha @ (l_cl * r_cr - r_cl * l_cr + utility_weight * utility))
+
+
+def side_shapley(
+    fn: PreferenceFunction,
+    x_l: np.ndarray,
+    x_r: np.ndarray,
+    lam: float,
+    utility_weight: float = 0.0,
+) -> tuple[np.ndarray, float, float]:
+    """(phi over left's groups then right's, base 0, output g) by Shapley's formula."""
+    space, p = fn.item_space, fn.item_space.n_groups
+
+    def value(players: frozenset[int]) -> float:
+        if not players:
+            return 0.0
+        if len(players) == 2 * p:
+            return g_direct(fn, x_l, x_r)
+        left = np.isin(space.feature_group, [i for i in players if i < p])
+        right = np.isin(space.feature_group, [i - p for i in players if i >= p])
+        return side_value(fn, x_l, x_r, left, right, lam, utility_weight)
+
+    return shapley_by_subsets(value, 2 * p), 0.0, g_direct(fn, x_l, x_r)
 
 
 # -- random problems ---------------------------------------------------------------
@@ -251,5 +305,6 @@ def random_preference_function(
         centres_right=centres_right,
         alpha=rng.normal(0, 1, n_centres),
         cme_lambda=0.05,
+        utility_weight=0.0,
         **fields,
     )

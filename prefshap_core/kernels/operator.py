@@ -9,6 +9,8 @@ it is in cache). Two implementations:
   otherwise every product recomputes the blocks (memory stays bounded).
 - :class:`DifferenceOperator`: ``K_nM = F[left] - F[right]`` for an item-by-centre
   matrix ``F`` (the UPM kernel): products cost ``n_items * M``, not ``n * M``.
+- :class:`SumOperator`: ``K_1 + w K_2`` of two operators, so a search over ``w``
+  (the GPM's utility weight) builds each term once.
 
 Vectors may be ``(M,)`` or ``(M, k)``; results keep that shape convention.
 """
@@ -270,8 +272,53 @@ class DifferenceOperator(KernelOperator):
         return self._centre_gram
 
 
+class SumOperator(KernelOperator):
+    """``first + weight * second`` for two operators over the same rows and centres.
+
+    At ``weight == 0`` every product is ``first``'s, bitwise.
+    """
+
+    def __init__(self, first: KernelOperator, second: KernelOperator, weight: float) -> None:
+        if first.shape != second.shape:
+            raise ValueError(f"operators of shapes {first.shape} and {second.shape} cannot add")
+        if not weight >= 0:
+            raise ValueError("the weight of a sum operator must be >= 0")
+        self.first, self.second, self.weight = first, second, float(weight)
+        self.n_rows, self.n_centres = first.shape
+        self.dtype = first.dtype
+        self.device = first.device
+        self.centre_positions = first.centre_positions
+        self.source = None  # no single kernel to hand to another library
+        self._centre_gram: torch.Tensor | None = None
+        self.build_seconds = getattr(first, "build_seconds", 0.0) + getattr(
+            second, "build_seconds", 0.0
+        )
+
+    def mm(self, v: torch.Tensor) -> torch.Tensor:
+        out = self.first.mm(v)
+        return out if self.weight == 0 else out + self.weight * self.second.mm(v)
+
+    def tmm(self, w: torch.Tensor) -> torch.Tensor:
+        out = self.first.tmm(w)
+        return out if self.weight == 0 else out + self.weight * self.second.tmm(w)
+
+    def gram_mv(self, v: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+        if self.weight == 0:
+            return self.first.gram_mv(v, weights)
+        return super().gram_mv(v, weights)
+
+    def centre_gram(self) -> torch.Tensor:
+        if self._centre_gram is None:
+            first = self.first.centre_gram()
+            self._centre_gram = (
+                first if self.weight == 0 else first + self.weight * self.second.centre_gram()
+            )
+        return self._centre_gram
+
+
 def dense_operator(matrix: torch.Tensor, centre_positions: torch.Tensor | None = None):
-    """An operator over an explicit matrix (tests, references); K_MM from the positions."""
+    """An operator over an explicit matrix (tests, references, summed kernel terms of the
+    hyperparameter search); K_MM from the positions."""
 
     def centre_gram() -> torch.Tensor:
         if centre_positions is None:

@@ -1,15 +1,22 @@
 """Pair kernels on duels (GPM, UPM, C-GPM) as gathers from item and context Grams.
 
-    gpm:  k_E((a,b),(c,d)) = k(a,c) k(b,d) - k(a,d) k(b,c)
-    upm:  k((a,b),(c,d))   = k(a,c) + k(b,d) - k(a,d) - k(b,c)
-    cgpm: k_U(u,u') * k_E((a,b),(c,d))
+    gpm:  k_E((a,b),(c,d)) + w k_UPM((a,b),(c,d))
+    upm:  k_UPM((a,b),(c,d)) = k(a,c) + k(b,d) - k(a,d) - k(b,c)
+    cgpm: k_U(u,u') * [k_E((a,b),(c,d)) + w k_UPM((a,b),(c,d))]
+
+with ``k_E((a,b),(c,d)) = k(a,c) k(b,d) - k(a,d) k(b,c)`` and the *utility weight*
+``w >= 0`` (0: the plain GPM / C-GPM). The RKHS of the sum contains both the GPM's
+and the utility model's, so a GPM with a well-chosen ``w`` never loses to the UPM.
 
 Items (and contexts) repeat across thousands of duels, so the RBF is evaluated once
 between the *unique* items of the rows and the unique items of the columns, and every
 duel entry is gathered from that Gram. A GPM row is ``A[l] * B[r] - B[l] * A[r]``
 (``A = k(., c_l)``, ``B = k(., c_r)``), computed as two products and one subtraction so
 that swapping a duel's sides negates its row exactly (no fused multiply-add). A UPM
-row is ``D[l] - D[r]`` with ``D = A - B``: its operator never materialises K_nM.
+row is ``D[l] - D[r]`` with ``D = A - B``: its operator never materialises K_nM. The
+sum kernel adds ``w (D[l] - D[r])`` to the GPM row, again exactly negated by a swap.
+:meth:`PairKernel.parts` splits a sum kernel into its two terms, so a search over
+``w`` builds each term's K_nM once and combines them (:class:`SumOperator`).
 """
 
 from __future__ import annotations
@@ -87,6 +94,7 @@ class _Factors:
 
     a: torch.Tensor  # (row items, M) k(item, c_l)
     b: torch.Tensor  # (row items, M) k(item, c_r)
+    d: torch.Tensor | None  # a - b, when the kernel has a utility term
     left: torch.Tensor  # (n,) row of `a`/`b` for each duel's left item
     right: torch.Tensor
     context_gram: torch.Tensor | None  # (row contexts, M) k_U(u, c_u)
@@ -104,10 +112,19 @@ class PairKernel:
         contexts: np.ndarray | torch.Tensor | None = None,
         context_lengthscales: np.ndarray | torch.Tensor | None = None,
         compute: Compute | None = None,
+        utility_weight: float = 0.0,
     ) -> None:
         if kind not in PAIR_KINDS:
             raise ValueError(f"kind must be one of {PAIR_KINDS}, got {kind!r}")
+        utility_weight = float(utility_weight)
+        if not (np.isfinite(utility_weight) and utility_weight >= 0):
+            raise ValueError(f"utility_weight must be a finite number >= 0, got {utility_weight}")
+        if kind == "upm" and utility_weight != 0:
+            raise ValueError("a upm kernel has no utility weight (it is all utility)")
         self.kind = kind
+        self.utility_weight = utility_weight
+        # Weights of the two brackets: k_E (0 or 1) and k_UPM.
+        self._terms = (0.0, 1.0) if kind == "upm" else (1.0, utility_weight)
         self.compute = compute or Compute()
         self.items = self.compute.tensor(items)
         self.lengthscales = self.compute.tensor(lengthscales)
@@ -158,9 +175,11 @@ class PairKernel:
             context_gram = rbf_gram(
                 self.contexts[row_ctx], self.contexts[col_ctx], self.context_lengthscales
             )[:, col_ctx_pos]
+        a, b = gram[:, col_pos[:m]], gram[:, col_pos[m:]]
         return _Factors(
-            a=gram[:, col_pos[:m]],
-            b=gram[:, col_pos[m:]],
+            a=a,
+            b=b,
+            d=a - b if self._terms[1] != 0 else None,
             left=row_pos[:n],
             right=row_pos[n:],
             context_gram=context_gram,
@@ -192,15 +211,23 @@ class PairKernel:
             if scratch is None
             else (scratch[0][:rows], scratch[1][:rows])
         )
-        torch.index_select(f.a, 0, left, out=out)
-        if self.kind == "upm":  # (a_l - b_l) - (a_r - b_r)
-            out.sub_(torch.index_select(f.b, 0, left, out=s1))
-            torch.index_select(f.a, 0, right, out=s1)
-            out.sub_(s1.sub_(torch.index_select(f.b, 0, right, out=s2)))
-            return out
-        out.mul_(torch.index_select(f.b, 0, right, out=s1))  # a_l * b_r
-        torch.index_select(f.b, 0, left, out=s1)
-        out.sub_(s1.mul_(torch.index_select(f.a, 0, right, out=s2)))  # - b_l * a_r
+        gpm_weight, utility_weight = self._terms
+        if gpm_weight == 0:  # the utility bracket alone: d_l - d_r
+            assert f.d is not None
+            torch.index_select(f.d, 0, left, out=out)
+            out.sub_(torch.index_select(f.d, 0, right, out=s1))
+            if utility_weight != 1:
+                out.mul_(utility_weight)
+        else:
+            torch.index_select(f.a, 0, left, out=out)
+            out.mul_(torch.index_select(f.b, 0, right, out=s1))  # a_l * b_r
+            torch.index_select(f.b, 0, left, out=s1)
+            out.sub_(s1.mul_(torch.index_select(f.a, 0, right, out=s2)))  # - b_l * a_r
+            if utility_weight != 0:  # + w (d_l - d_r); skipped at 0: the GPM bitwise
+                assert f.d is not None
+                torch.index_select(f.d, 0, left, out=s1)
+                s1.sub_(torch.index_select(f.d, 0, right, out=s2))
+                out.add_(s1.mul_(utility_weight))
         if self.kind == "cgpm":
             assert f.context_gram is not None and ctx is not None
             out.mul_(torch.index_select(f.context_gram, 0, ctx, out=s1))
@@ -220,6 +247,34 @@ class PairKernel:
         return block
 
     # -- public --------------------------------------------------------------------
+    def parts(self) -> tuple[PairKernel, PairKernel]:
+        """The two terms of the kernel as kernels of their own: ``(w = 0, utility only)``.
+
+        ``K = K_first + w K_second`` entry by entry (up to rounding); a search over
+        ``w`` builds each part's K_nM once and sums them in a
+        :class:`~prefshap_core.kernels.operator.SumOperator` per ``w``.
+        """
+        if self.kind == "upm":
+            raise ValueError("a upm kernel has a single term")
+        first = self._with_terms(1.0, 0.0)
+        second = self._with_terms(0.0, 1.0)
+        return first, second
+
+    def with_utility_weight(self, utility_weight: float) -> PairKernel:
+        """The same kernel with another utility weight (gpm, cgpm)."""
+        if self.kind == "upm":
+            raise ValueError("a upm kernel has no utility weight (it is all utility)")
+        if not (np.isfinite(utility_weight) and utility_weight >= 0):
+            raise ValueError(f"utility_weight must be a finite number >= 0, got {utility_weight}")
+        return self._with_terms(1.0, float(utility_weight))
+
+    def _with_terms(self, gpm_weight: float, utility_weight: float) -> PairKernel:
+        clone = object.__new__(PairKernel)
+        clone.__dict__.update(self.__dict__)
+        clone.utility_weight = utility_weight if gpm_weight else 0.0
+        clone._terms = (gpm_weight, utility_weight)
+        return clone
+
     def matrix(self, rows: DuelIndex, cols: DuelIndex) -> torch.Tensor:
         """The dense block ``K(rows, cols)``, shape (len(rows), len(cols))."""
         f = self._factors(rows, cols)
@@ -268,9 +323,10 @@ class PairKernel:
             return 0.5 * (k_mm + k_mm.T)
 
         source = (self, rows, centre_index)
-        if self.kind == "upm":
+        if self._terms[0] == 0 and self.kind != "cgpm":  # UPM, or a GPM's utility part
+            assert f.d is not None
             return DifferenceOperator(
-                f.a - f.b,
+                f.d if self._terms[1] == 1 else f.d * self._terms[1],
                 f.left,
                 f.right,
                 centre_gram,
@@ -285,6 +341,7 @@ class PairKernel:
             block_factors = _Factors(
                 a=f.a.to(cache_dtype),
                 b=f.b.to(cache_dtype),
+                d=None if f.d is None else f.d.to(cache_dtype),
                 left=f.left,
                 right=f.right,
                 context_gram=None if f.context_gram is None else f.context_gram.to(cache_dtype),

@@ -27,6 +27,7 @@ from prefshap_core.models.hyperparameters import (
     DEFAULT_CME_LAMBDA,
     DEFAULT_CONTEXT_CME_LAMBDA,
     PENALTY_PATH,
+    UTILITY_WEIGHTS,
     median_lengthscales,
     scale_candidates,
 )
@@ -48,10 +49,13 @@ class PreferenceModel:
         loss: str = "logistic",
         lengthscales: np.ndarray | None = None,
         lengthscale_scale: float | None = None,
+        lengthscale_scales: tuple[float, ...] | None = None,
         context_lengthscales: np.ndarray | None = None,
         penalty: float | None = None,
         penalty_path: tuple[float, ...] = PENALTY_PATH,
         cg_iterations: tuple[int, ...] = CG_ITERATIONS,
+        utility_weight: float | None = None,
+        utility_weights: tuple[float, ...] = UTILITY_WEIGHTS,
         cme_lambda: float | None = None,
         context_cme_lambda: float | None = None,
         selection: str = "auto",
@@ -64,10 +68,13 @@ class PreferenceModel:
         self.loss = loss
         self.lengthscales = lengthscales
         self.lengthscale_scale = lengthscale_scale
+        self.lengthscale_scales = lengthscale_scales
         self.context_lengthscales = context_lengthscales
         self.penalty = penalty
         self.penalty_path = penalty_path
         self.cg_iterations = cg_iterations
+        self.utility_weight = utility_weight
+        self.utility_weights = utility_weights
         self.cme_lambda = cme_lambda
         self.context_cme_lambda = context_cme_lambda
         self.selection = selection
@@ -81,7 +88,8 @@ class PreferenceModel:
             name: getattr(self, name)
             for name in (
                 "n_centres", "loss", "lengthscales", "lengthscale_scale",
-                "context_lengthscales", "penalty", "penalty_path", "cg_iterations",
+                "lengthscale_scales", "context_lengthscales", "penalty", "penalty_path",
+                "cg_iterations", "utility_weight", "utility_weights",
                 "cme_lambda", "context_cme_lambda", "selection", "backend", "seed",
                 "compute", "solver",
             )
@@ -117,11 +125,14 @@ class PreferenceModel:
         context_ls = self._context_lengthscales(data)
         if self.lengthscale_scale is not None:
             scales = [float(self.lengthscale_scale)]
+        elif self.lengthscale_scales is not None:
+            scales = [float(s) for s in self.lengthscale_scales]
         elif self.lengthscales is not None:
             scales = [1.0]  # lengthscales given as they are meant: no search over a scale
         else:
             scales = scale_candidates(data.item_space.n_groups)
         penalties = [float(self.penalty)] if self.penalty is not None else list(self.penalty_path)
+        weights = self._utility_weights()
         fitter = PathFitter(
             kind=self.kind,
             loss=self.loss,
@@ -138,14 +149,15 @@ class PreferenceModel:
         use_cv = self.selection == "cv" or (
             self.selection == "auto"
             and len(train) + len(validation) <= CV_MAX_DUELS
-            and (len(scales) > 1 or len(penalties) > 1)
+            and len(scales) * len(penalties) * len(weights) > 1
         )
+        search = progress.span(0, 0.97)
         if use_cv:
             train = np.concatenate([train, validation])
-            record, alpha = cross_validate(fitter, train, scales, penalties, progress.span(0, 0.97))
+            record, alpha = cross_validate(fitter, train, scales, penalties, search, weights)
         else:
             record, alpha = select_on_holdout(
-                fitter, train, validation, scales, penalties, progress.span(0, 0.97)
+                fitter, train, validation, scales, penalties, search, weights
             )
         chosen = record.chosen
         assert chosen is not None
@@ -156,6 +168,7 @@ class PreferenceModel:
         self.lengthscales_ = base_ls * chosen.lengthscale_scale
         self.context_lengthscales_ = context_ls
         self.penalty_ = chosen.penalty
+        self.utility_weight_ = chosen.utility_weight
         self.search_ = record
         self.train_duels_ = train
         self.validation_duels_ = validation
@@ -213,6 +226,21 @@ class PreferenceModel:
             )
         if len(self.cg_iterations) != len(self.penalty_path):
             raise ValueError("cg_iterations needs one entry per penalty of penalty_path")
+        self._utility_weights()  # checks them
+        if self.lengthscale_scales is not None and (
+            not len(self.lengthscale_scales) or min(self.lengthscale_scales) <= 0
+        ):
+            raise ValueError("lengthscale_scales must be one or more positive numbers")
+
+    def _utility_weights(self) -> list[float]:
+        """The utility weights to search: the fixed one, else the grid (UPM: none)."""
+        if self.kind == "upm":
+            return [0.0]  # all utility already: the weight is ignored
+        given = [self.utility_weight] if self.utility_weight is not None else self.utility_weights
+        weights = [float(w) for w in given]
+        if not weights or not all(np.isfinite(w) and w >= 0 for w in weights):
+            raise ValueError("utility weights must be one or more finite numbers >= 0")
+        return weights
 
     def _base_lengthscales(self, data: DuelData) -> np.ndarray:
         if self.lengthscales is None:
@@ -267,6 +295,7 @@ class PreferenceModel:
             centres_right=data.items[data.right[centre_duels]],
             alpha=alpha.cpu().numpy().astype(np.float64),
             cme_lambda=self.cme_lambda_,
+            utility_weight=self.utility_weight_,
             metadata={},
             **extra,
         )
@@ -285,6 +314,7 @@ class PreferenceModel:
             "n_validation_duels": len(self.validation_duels_),
             "lengthscale_scale": self.lengthscale_scale_,
             "penalty": self.penalty_,
+            "utility_weight": self.utility_weight_,
             "cme_lambda": self.cme_lambda_,
             "validation_log_loss": chosen.validation_log_loss,
             "validation_auc": chosen.validation_auc,
@@ -296,7 +326,11 @@ class PreferenceModel:
 
 
 class GPM(PreferenceModel):
-    """Generalised preference model: skew-symmetric g on pairs (no rankability assumed)."""
+    """Generalised preference model: skew-symmetric g on pairs (no rankability assumed).
+
+    Its kernel is ``k_E + w k_UPM``: ``utility_weight`` ``w`` is searched on
+    ``utility_weights`` unless given (``utility_weight=0``: the plain GPM).
+    """
 
     kind = "gpm"
 
@@ -308,7 +342,7 @@ class UPM(PreferenceModel):
 
 
 class CGPM(PreferenceModel):
-    """Context-specific GPM: k_U(u, u') k_E(...); needs context columns."""
+    """Context-specific GPM: k_U(u, u') [k_E(...) + w k_UPM(...)]; needs context columns."""
 
     kind = "cgpm"
 

@@ -3,9 +3,10 @@
 Lengthscales start from the per-column median heuristic; one *lengthscale scale*
 multiplies all of them (an ARD product over d columns at their medians gives
 exp(-d/2), so the useful scale grows like the square root of the number of feature
-groups). The penalty is chosen along the solver's decreasing penalty path at no extra
-cost: each Newton step (or warm-started squared-loss fit) is scored on the validation
-duels. Every value can be fixed by the user instead.
+groups). The utility weight of the GPM's sum kernel is searched with it. The penalty
+is chosen along the solver's decreasing penalty path at no extra cost: each Newton
+step (or warm-started squared-loss fit) is scored on the validation duels. Every
+value can be fixed by the user instead.
 """
 
 from __future__ import annotations
@@ -20,8 +21,13 @@ from prefshap_core.kernels.rbf import median_heuristic
 # default until the workflow chooses one by held-out CME error.
 DEFAULT_CME_LAMBDA = 1e-2
 DEFAULT_CONTEXT_CME_LAMBDA = 1e-3
-# Multipliers of sqrt(number of feature groups) tried for the lengthscale scale.
-SCALE_FACTORS = (0.5, 1.0, 2.0, 4.0)
+# Multipliers of sqrt(number of feature groups) tried for the lengthscale scale. The
+# small ones matter for nearly rankable games (tennis: the UPM gains 0.01 AUC at 0.5).
+SCALE_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
+# Utility weights w of the GPM / C-GPM sum kernel k_E + w k_UPM tried by the search:
+# 0 is the plain GPM; large w lets the utility part fit with little penalty, so the
+# model can be as good as the UPM on a rankable game.
+UTILITY_WEIGHTS = (0.0, 1.0, 10.0, 100.0, 1000.0)
 # Decreasing penalties of the path, with CG iterations per step (LogisticFalkon style:
 # few iterations while the penalty is large, more as it shrinks).
 PENALTY_PATH = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
@@ -49,7 +55,7 @@ def scale_candidates(n_groups: int, factors: tuple[float, ...] = SCALE_FACTORS) 
 
 @dataclass(frozen=True)
 class SearchPoint:
-    """One scored point of the search: a lengthscale scale and a penalty."""
+    """One scored point of the search: a lengthscale scale, a penalty, a utility weight."""
 
     lengthscale_scale: float
     penalty: float
@@ -57,6 +63,7 @@ class SearchPoint:
     validation_auc: float
     seconds: float
     stage: str = "full"  # "subsample": a cheap ranking of scales before the full fit
+    utility_weight: float = 0.0
 
 
 @dataclass

@@ -22,7 +22,8 @@ from prefshap_core.models.model_checks import check_model_numbers, rename_reserv
 from prefshap_core.models.preference_function import KINDS, PreferenceFunction
 from prefshap_core.models.safe_npz import read_arrays
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # what the writer writes
+READABLE_VERSIONS = (1, 2)  # version 1: no utility_weight, read as 0
 # Every array docs/model-format.md defines: the reader reads these and nothing else
 # (other members of a file are never decompressed). Optional ones may be absent.
 DOCUMENTED_ARRAYS = {
@@ -41,7 +42,7 @@ DOCUMENTED_ARRAYS = {
     "alpha": "required",
     "cme_lambda": "required",
     "metadata": "optional",
-    "utility_weight": "optional",  # format 2 (issue 9): c >= 0; absent in version 1
+    "utility_weight": "version 2",  # required from version 2 (w >= 0); absent in 1
     "context_names": "cgpm",
     "contexts": "cgpm",
     "context_weights": "cgpm",
@@ -60,6 +61,7 @@ _MAX_METADATA_CHARS = 1_000_000
 def model_arrays(fn: PreferenceFunction) -> dict[str, np.ndarray]:
     """The arrays of the file, by name (the contract of docs/model-format.md)."""
     space = fn.item_space
+    utility_weight = 0.0 if fn.kind == "upm" else float(fn.utility_weight)
     arrays: dict[str, np.ndarray] = {
         "format_version": np.array(FORMAT_VERSION, dtype=np.int64),
         "kind": np.array(fn.kind),
@@ -75,6 +77,7 @@ def model_arrays(fn: PreferenceFunction) -> dict[str, np.ndarray]:
         "centres_right": np.asarray(fn.centres_right, dtype=np.float64),
         "alpha": np.asarray(fn.alpha, dtype=np.float64),
         "cme_lambda": np.array(float(fn.cme_lambda)),
+        "utility_weight": np.array(utility_weight, dtype=np.float64),
         "metadata": np.array(json.dumps(fn.metadata, default=_json_default, sort_keys=True)),
     }
     if fn.kind == "cgpm":
@@ -92,6 +95,7 @@ def model_arrays(fn: PreferenceFunction) -> dict[str, np.ndarray]:
             context_group_names=_str_array(ctx.group_names),
             context_feature_group=ctx.feature_group.astype(np.int64),
         )
+    assert set(arrays) <= set(DOCUMENTED_ARRAYS), "undocumented array"
     return arrays
 
 
@@ -208,11 +212,19 @@ class _Reader:
 def _function_from_arrays(arrays: dict[str, np.ndarray], name: str) -> PreferenceFunction:
     r = _Reader(arrays, name)
     version = r.scalar("format_version")
-    if version != FORMAT_VERSION:
-        raise r.fail(f"format_version {version:g} is not supported (this reader knows 1)")
+    if version not in READABLE_VERSIONS:
+        known = " and ".join(str(v) for v in READABLE_VERSIONS)
+        raise r.fail(f"format_version {version:g} is not supported (this reader knows {known})")
     kind = r.text("kind")
     if kind not in KINDS:
         raise r.fail(f"kind must be one of {', '.join(KINDS)}, got '{kind}'")
+    utility_weight = 0.0  # version 1 files: the plain GPM / C-GPM
+    if version >= 2:
+        utility_weight = r.scalar("utility_weight")
+        if utility_weight < 0:
+            raise r.fail("'utility_weight' must be >= 0")
+        if kind == "upm":
+            utility_weight = 0.0  # ignored: a UPM is all utility
     space = r.space(
         "feature_names", "feature_offset", "feature_scale", ("group_names", "feature_group")
     )
@@ -254,6 +266,7 @@ def _function_from_arrays(arrays: dict[str, np.ndarray], name: str) -> Preferenc
         centres_right=r.floats("centres_right", (m, d)),
         alpha=alpha,
         cme_lambda=cme_lambda,
+        utility_weight=utility_weight,
         metadata=metadata,
     )
     if kind == "cgpm":

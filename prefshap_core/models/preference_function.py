@@ -4,9 +4,12 @@ Its fields are exactly the arrays of the model file (docs/model-format.md), all 
 model space. Estimators (GPM, UPM, C-GPM) produce one in ``function_``; the file
 reader produces one from any file that follows the contract; the explainer takes one.
 
-    GPM   g(x_l, x_r)    = sum_j alpha_j [k(cl_j,x_l) k(cr_j,x_r) - k(cl_j,x_r) k(cr_j,x_l)]
+    GPM   g(x_l, x_r)    = sum_j alpha_j ( [k(cl_j,x_l) k(cr_j,x_r) - k(cl_j,x_r) k(cr_j,x_l)]
+                                      + w [k(cl_j,x_l) + k(cr_j,x_r) - k(cl_j,x_r) - k(cr_j,x_l)] )
     UPM   g(x_l, x_r)    = f(x_l) - f(x_r),  f(x) = sum_j alpha_j [k(cl_j,x) - k(cr_j,x)]
-    C-GPM g(u, x_l, x_r) = sum_j alpha_j k_U(cu_j, u) [ ...as GPM... ]
+    C-GPM g(u, x_l, x_r) = sum_j alpha_j k_U(cu_j, u) ( ...as GPM... )
+
+with the utility weight ``w >= 0`` (0: the plain GPM; ignored by a UPM).
 
 With no context given, a C-GPM is evaluated as the context-averaged model
 ``g_bar = E_U[g(U, ., .)]`` over the observed contexts (``contexts`` weighted by
@@ -49,6 +52,7 @@ class PreferenceFunction:
     context_lengthscales: np.ndarray | None = None  # (d',)
     centres_context: np.ndarray | None = None  # (M, d')
     context_cme_lambda: float | None = None
+    utility_weight: float = 0.0  # w of the sum kernel k_E + w k_UPM (gpm, cgpm)
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -59,6 +63,8 @@ class PreferenceFunction:
             raise ValueError("centres_left, centres_right and alpha disagree in size")
         if np.shape(self.items)[1] != d or np.shape(self.lengthscales) != (d,):
             raise ValueError("items, centres and lengthscales disagree in dimension")
+        if not (np.isfinite(self.utility_weight) and self.utility_weight >= 0):
+            raise ValueError("utility_weight must be a finite number >= 0")
         if self.kind == "cgpm":
             needed = (
                 "context_space",
@@ -163,10 +169,14 @@ class PreferenceFunction:
             f = alpha @ (k_left - k_right)  # utility of every pool row
             values = f[keys_t[:, 0]] - f[keys_t[:, 1]]
         else:
+            # The utility bracket of the sum kernel: diff[:, a] - diff[:, b].
+            diff = k_left - k_right if self.utility_weight != 0 else None
             for start in range(0, len(keys), chunk):
                 kk = keys_t[start : start + chunk]
                 ia, ib = kk[:, 0], kk[:, 1]
                 pair = k_left[:, ia] * k_right[:, ib] - k_left[:, ib] * k_right[:, ia]
+                if diff is not None:
+                    pair = pair + self.utility_weight * (diff[:, ia] - diff[:, ib])
                 w = alpha[:, None] * ku[:, kk[:, 2]] if with_context else alpha[:, None]
                 values[start : start + chunk] = (w * pair).sum(0)
         g = values.cpu().numpy().astype(np.float64)[inverse] * sign
@@ -179,7 +189,8 @@ class PreferenceFunction:
         The same g as :meth:`decision_on_pool` without context (C-GPM: context-
         averaged), as two matrix products instead of P^2 duels: with
         ``A = (alpha * K(C_l, pool))' K(C_r, pool)``, ``G = A - A'`` (UPM:
-        ``f_a - f_b``), so G is exactly skew-symmetric with a zero diagonal.
+        ``f_a - f_b``; a sum kernel adds ``w (f_a - f_b)``), so G is exactly
+        skew-symmetric with a zero diagonal.
         """
         compute = compute or Compute()
         ls = compute.tensor(self.lengthscales)
@@ -193,6 +204,9 @@ class PreferenceFunction:
         else:
             a = (alpha[:, None] * k_left).T @ k_right
             g = a - a.T
+            if self.utility_weight != 0:  # + w (f_a - f_b): skew-symmetric too
+                f = alpha @ (k_left - k_right)
+                g = g + self.utility_weight * (f[:, None] - f[None, :])
         return g.cpu().numpy().astype(np.float64)
 
     def decision_for_ids(

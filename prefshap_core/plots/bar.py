@@ -4,6 +4,8 @@
 does not matter). ``kind="mean"``: signed mean phi in the explanation's orientation,
 for a chosen subset (say one item's losses), red when it favours the favoured side,
 blue when against, with the standard error of the mean across duels as error bars.
+Sampled explanations also show their coalition-sampling error on ``mean_abs`` bars.
+:func:`bar_table` gives the bars' numbers (what the bar's CSV export holds).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 from prefshap_core.explain.explanation import Explanation
@@ -32,19 +35,11 @@ def bar(
     if expl.n_duels == 0 or expl.n_players == 0:
         return style.empty_figure("No duels to show for this selection.", title=title)
 
-    per_duel = np.abs(expl.values) if kind == "mean_abs" else expl.values
-    means = per_duel.mean(axis=0)
-    shown, rest = style.rank_players(np.abs(means), max_display)
-    names = [expl.player_names[j] for j in shown.tolist()]
-    columns = [per_duel[:, j] for j in shown.tolist()]
-    if rest.size:
-        # The mean of the rest's per-duel sum is the sum of their means, and its
-        # standard error must come from that per-duel sum (the rest are correlated).
-        names.append(style.other_players_label(int(rest.size)))
-        columns.append(per_duel[:, rest].sum(axis=1))
-    stacked = np.stack(columns, axis=1)
-    values = stacked.mean(axis=0)
-    errors = _standard_error_of_mean(stacked) if kind == "mean" else np.zeros(values.size)
+    table = bar_table(expl, kind=kind, max_display=max_display)
+    names = table["feature"].tolist()
+    values = table["value"].to_numpy()
+    errors = table["standard_error"].to_numpy()
+    show_errors = kind == "mean" or bool(np.any(errors > 0))
 
     n_rows = values.size
     y = np.arange(n_rows)[::-1].astype(float)  # first (largest) on top
@@ -57,13 +52,13 @@ def bar(
             marker={"color": colours, "line": {"width": 0}},
             error_x=(
                 {"type": "data", "array": errors, "color": style.TEXT_COLOUR, "thickness": 1}
-                if kind == "mean"
+                if show_errors
                 else None
             ),
             customdata=np.stack([errors], axis=1),
             hovertemplate=(
                 "%{text}: %{x:.4g}"
-                + (" ± %{customdata[0]:.2g} (s.e.)" if kind == "mean" else "")
+                + (" ± %{customdata[0]:.2g} (s.e.)" if show_errors else "")
                 + "<extra></extra>"
             ),
             text=names,
@@ -88,6 +83,45 @@ def bar(
         fig.add_vline(x=0.0, line={"color": style.AXIS_GREY, "width": 1}, layer="below")
     style.set_title(fig, title)
     return fig
+
+
+def bar_table(
+    expl: Explanation, *, kind: BarKind = "mean_abs", max_display: int = 10
+) -> pd.DataFrame:
+    """The bars' numbers, top bar first: feature, value, standard_error, n_duels.
+
+    ``mean``: the standard error of the mean across duels. ``mean_abs``: the
+    coalition-sampling error of the mean, sqrt(sum_i se_i^2) / n (0 when exact), so a
+    sampled explanation says how sure its importances are.
+    """
+    if expl.n_duels == 0 or expl.n_players == 0:
+        return pd.DataFrame(columns=["feature", "value", "standard_error", "n_duels"])
+    per_duel = np.abs(expl.values) if kind == "mean_abs" else expl.values
+    se = expl.standard_errors if expl.standard_errors is not None else np.zeros_like(per_duel)
+    means = per_duel.mean(axis=0)
+    shown, rest = style.rank_players(np.abs(means), max_display)
+    names = [expl.player_names[j] for j in shown.tolist()]
+    columns = [per_duel[:, j] for j in shown.tolist()]
+    se_columns = [se[:, j] for j in shown.tolist()]
+    if rest.size:
+        # The mean of the rest's per-duel sum is the sum of their means, and its
+        # standard error must come from that per-duel sum (the rest are correlated).
+        names.append(style.other_players_label(int(rest.size)))
+        columns.append(per_duel[:, rest].sum(axis=1))
+        se_columns.append(np.sqrt((se[:, rest] ** 2).sum(axis=1)))
+    stacked = np.stack(columns, axis=1)
+    if kind == "mean":
+        errors = _standard_error_of_mean(stacked)
+    else:
+        errors = np.sqrt((np.stack(se_columns, axis=1) ** 2).sum(axis=0)) / expl.n_duels
+    return pd.DataFrame(
+        {
+            "feature": names,
+            "value": stacked.mean(axis=0),
+            "standard_error": errors,
+            "n_duels": expl.n_duels,
+        }
+    )
 
 
 def _standard_error_of_mean(columns: np.ndarray) -> np.ndarray:

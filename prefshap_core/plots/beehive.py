@@ -50,7 +50,7 @@ def beehive(
         [f"{expl.duel_ids[i]}<br>{left[i]} vs {right[i]}" for i in duels.tolist()], dtype=object
     )
 
-    rows: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    rows: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = []
     for j in shown.tolist():
         rows.append(
             (
@@ -58,14 +58,15 @@ def beehive(
                 expl.values[duels, j],
                 _colour_source(expl)[:, j],
                 _label_texts(expl, j, duels),
+                row_categories(expl, j),
             )
         )
     if rest.size:
-        # The collapsed row has no single feature difference: grey, like a group.
+        # The collapsed row has no single feature difference: grey.
         name = style.other_players_label(int(rest.size))
         summed = expl.values[:, rest].sum(axis=1)
         nan_data = np.full(expl.n_duels, np.nan)
-        rows.append((name, summed[duels], nan_data, np.full(duels.size, "", dtype=object)))
+        rows.append((name, summed[duels], nan_data, np.full(duels.size, "", dtype=object), None))
 
     fig = go.Figure()
     n_rows = len(rows)
@@ -75,12 +76,23 @@ def beehive(
         else f"<br>difference ({style.difference_phrase(expl)}): %{{customdata[1]:+.3g}}"
     )
     colorbar_drawn = False
-    for r, (name, x, all_data, label_texts) in enumerate(rows):
+    keys: list[str] = []
+    for r, (name, x, all_data, label_texts, categories) in enumerate(rows):
         y_centre = float(n_rows - 1 - r)  # first (most important) row on top
         y = y_centre + _pile_offsets(x, rng)
         colour = _row_colour_positions(all_data)[duels]
         head = f"duel %{{text}}<br>{name}: %{{x:+.3g}}"
         known = np.isfinite(colour)
+        if categories is not None and not known.any():
+            keys.append(_category_traces(fig, name, x, y, duels, duel_text + label_texts,
+                                         categories[duels], head))  # fmt: skip
+            continue
+        bounds = _row_scale_bounds(all_data)
+        if bounds is not None:  # say exactly where this row's colour scale is clipped
+            head += (
+                f"<br>colour scale: {style.format_number(bounds[0])} to "
+                f"{style.format_number(bounds[1])} ({bounds[2]}), clipped beyond"
+            )
         if known.any():
             fig.add_trace(
                 _points(
@@ -127,12 +139,99 @@ def beehive(
         griddash="dot",
     )
     fig.add_vline(x=0.0, line={"color": style.AXIS_GREY, "width": 1}, layer="below")
+    notes = []
+    if colorbar_drawn:
+        notes.append("colour: each row's 5th-95th percentile (hover for its range), clipped")
     if duels.size < expl.n_duels:
-        style.add_note(
-            fig, f"showing {duels.size:,} of {expl.n_duels:,} duels per row (random sample)"
-        )
+        notes.append(f"showing {duels.size:,} of {expl.n_duels:,} duels per row (random sample)")
+    if notes:
+        style.add_note(fig, " · ".join(notes))
+    if keys:
+        fig.add_annotation(
+            text="<br>".join(keys), xref="paper", yref="paper", x=0.0, y=0.0,
+            xanchor="left", yanchor="top", yshift=-48, showarrow=False, align="left",
+            font={"size": 11, "color": style.NOTE_GREY},
+        )  # fmt: skip
+        fig.update_layout(margin={"b": 70 + 16 * len(keys)})
     style.set_title(fig, title)
     return fig
+
+
+def row_categories(expl: Explanation, player: int) -> np.ndarray | None:
+    """(q,) the category a categorical row is coloured by, or None (numeric rows).
+
+    Item groups: "same" / "different" (did both sides have the same category; in a
+    multi-category group, the same set). Context groups: the context's category.
+    """
+    if expl.data_labels is None:
+        return None
+    numeric = _colour_source(expl)[:, player]
+    if np.isfinite(numeric).any():
+        return None
+    labels = [str(v) if v is not None else "" for v in expl.data_labels[:, player]]
+    if expl.kind == "context":
+        return np.array(labels, dtype=object)
+    pairs = [label.split(" vs ", 1) if " vs " in label else None for label in labels]
+    return np.array(
+        ["?" if p is None else SAME if p[0] == p[1] else DIFFERENT for p in pairs], dtype=object
+    )
+
+
+SAME, DIFFERENT = "same", "different"
+SAME_COLOUR, DIFFERENT_COLOUR = "#009E73", "#E69F00"  # Okabe-Ito: colour-blind safe
+# Okabe-Ito again for context categories; categories beyond the palette are grey.
+CATEGORY_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9",
+                    "#F0E442", "#000000")  # fmt: skip
+
+
+def category_colours(categories: np.ndarray) -> dict[str, str]:
+    """Colour of each category of a row (same/different, or a context's categories)."""
+    values = sorted({str(c) for c in categories.tolist()})
+    if set(values) <= {SAME, DIFFERENT, "?"}:
+        return {SAME: SAME_COLOUR, DIFFERENT: DIFFERENT_COLOUR, "?": style.NAN_GREY}
+    return {
+        v: CATEGORY_PALETTE[k] if k < len(CATEGORY_PALETTE) else style.NAN_GREY
+        for k, v in enumerate(values)
+    }
+
+
+def _category_traces(
+    fig: go.Figure,
+    name: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    duels: np.ndarray,
+    text: np.ndarray,
+    categories: np.ndarray,
+    head: str,
+) -> str:
+    """One trace per category of a categorical row; returns the row's colour key."""
+    colours = category_colours(categories)
+    for category, colour in colours.items():
+        hit = categories == category
+        if not hit.any():
+            continue
+        fig.add_trace(
+            _points(name, x[hit], y[hit], duels[hit][:, None], text[hit],
+                    hovertemplate=head + f"<br>colour: {category}", marker={"color": colour})
+        )  # fmt: skip
+    shown = [c for c in colours if (categories == c).any()]
+    entries = " ".join(f"<span style='color:{colours[c]}'>●</span> {c}" for c in shown)
+    return f"{name}: {entries}"
+
+
+def _row_scale_bounds(data: np.ndarray) -> tuple[float, float, str] | None:
+    """(low, high, which percentiles) of the row's colour scale, as in
+    :func:`_row_colour_positions`; None when the row has no numbers."""
+    finite = np.isfinite(data)
+    if not finite.any():
+        return None
+    vals = data[finite]
+    for lo, hi in ((5, 95), (1, 99)):
+        vmin, vmax = np.percentile(vals, lo), np.percentile(vals, hi)
+        if vmin != vmax:
+            return float(vmin), float(vmax), f"{lo}th-{hi}th percentile"
+    return float(np.min(vals)), float(np.max(vals)), "min-max"
 
 
 def _sample_duels(n_duels: int, cap: int, rng: np.random.Generator) -> np.ndarray:

@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.errors import StaticExportUnavailable
 from prefshap_core.explain.explanation import Explanation
+from prefshap_core.explain.interaction_explanation import InteractionExplanation
 
 DEFAULT_WIDTH = 820
 DEFAULT_HEIGHT = 500
@@ -329,3 +330,22 @@ def explanation_to_csv(expl: Explanation) -> bytes:
     ``se:<player>`` standard errors when the explanation has them."""
     frame = expl.to_frame(standard_errors=expl.standard_errors is not None)
     return to_csv_bytes(frame)
+
+
+def with_provenance(fig: go.Figure, text: str) -> go.Figure:
+    """A copy of ``fig`` with a small line saying where it comes from (dataset, model,
+    duel count) under the plot, for exported files: a figure away from the dashboard
+    still says what it shows."""
+    out = go.Figure(fig)
+    bottom = (out.layout.margin.b or 60) + 28
+    out.add_annotation(
+        text=text, xref="paper", yref="paper", x=0.0, y=0.0, xanchor="left", yanchor="top",
+        yshift=-(bottom - 22), showarrow=False, font={"size": 10, "color": "#666666"},
+    )  # fmt: skip
+    out.update_layout(margin={"b": bottom})
+    return out
+
+
+def interactions_to_csv(inter: InteractionExplanation) -> bytes:
+    """UTF-8 CSV of ``inter.to_frame``: one row per duel, one ``<a>*<b>`` column per pair."""
+    return to_csv_bytes(inter.to_frame())

@@ -107,6 +107,8 @@ def favoured_side(expl: Explanation) -> str:
         return "the winner"
     if expl.orientation.startswith("item:"):
         return item_label(expl, expl.orientation.removeprefix("item:"))
+    if expl.orientation.startswith("side:"):  # a group of items, e.g. "Speed > 100"
+        return expl.orientation.removeprefix("side:")
     return "the left item"
 
 
@@ -114,7 +116,7 @@ def difference_phrase(expl: Explanation) -> str:
     """What the colour (``data``) is a difference of, in this view."""
     if expl.orientation == "winner":
         return "winner - loser"
-    if expl.orientation.startswith("item:"):
+    if expl.orientation.startswith(("item:", "side:")):
         return f"{favoured_side(expl)} - opponent"
     return "left - right"
 

@@ -7,12 +7,16 @@ the items' output. For a C-GPM the context explanation carries on from there (it
 base value is the items' output, the context-averaged preference) up to the full
 model's g. Positive moves towards the duel's left item, which is the side the
 explanation is oriented to (orient it to the winner or to an item first, if wanted).
+
+A side-aware explanation (``kind="sides"``) is drawn split by side: first the left
+item's own features, then the right item's, each a section named after its item
+(labels show that side's own value), then the context as before.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -26,6 +30,7 @@ class _Step:
     label: str
     value: float
     hover: str
+    standard_error: float = 0.0  # coalition sampling (0 when exact)
 
 
 def waterfall(
@@ -40,7 +45,9 @@ def waterfall(
     if context_expl is not None:
         _check_same_duel(item_expl, context_expl, index)
 
-    sections = [("items", item_expl)]
+    left, right = (labels[index] for labels in style.duel_side_labels(item_expl))
+    sections = _side_sections(item_expl, left, right) if item_expl.kind == "sides" else []
+    sections = sections or [("items", item_expl)]
     if context_expl is not None:
         sections.append(("context", context_expl))
 
@@ -56,6 +63,7 @@ def waterfall(
         bases = start + np.r_[0.0, np.cumsum([s.value for s in steps])[:-1]]
         ys = np.arange(row, row + len(steps), dtype=float)
         values = np.array([s.value for s in steps])
+        errors = np.array([s.standard_error for s in steps])
         fig.add_trace(
             go.Bar(
                 name=section,
@@ -71,6 +79,12 @@ def waterfall(
                 hovertext=[s.hover for s in steps],
                 hoverinfo="text",
                 showlegend=False,
+                # Sampled values: their standard errors, at the bars' ends.
+                error_x=(
+                    {"type": "data", "array": errors, "color": style.TEXT_COLOUR, "thickness": 1}
+                    if np.any(errors > 0)
+                    else None
+                ),
             )
         )
         for b, v, yy in zip(bases.tolist(), values.tolist(), ys.tolist(), strict=True):
@@ -85,10 +99,11 @@ def waterfall(
     base = float(item_expl.base_values[index])
     final_expl = context_expl if context_expl is not None else item_expl
     output = float(final_expl.outputs[index])
-    left, right = (labels[index] for labels in style.duel_side_labels(item_expl))
 
     style.apply_base_layout(fig, height=max(320, style.ROW_HEIGHT_PX * row + 190))
-    fig.update_layout(margin={"t": 125, "b": 70, "r": 80 if context_expl is not None else 20})
+    longest = max(len(name) for name, _ in sections)
+    margin_right = min(220, 20 + 8 * longest) if len(sections) > 1 else 20
+    fig.update_layout(margin={"t": 125, "b": 70, "r": margin_right})
     fig.update_xaxes(title_text=f"g (positive favours {left})", range=_padded_range(path_points))
     fig.update_yaxes(
         tickmode="array",
@@ -107,6 +122,7 @@ def waterfall(
         items_out = float(item_expl.outputs[index])
         text = f"items' output = {style.format_number(items_out)}"
         _mark_level(fig, items_out, text, at_top=True, line=0)
+    if len(sections) > 1:
         _separate_sections(fig, section_bounds)
     fig.update_layout(title={"text": _title(item_expl, index, left, right, output), "x": 0.0})
     return fig
@@ -146,25 +162,27 @@ def _check_same_duel(items: Explanation, context: Explanation, index: int) -> No
 def _steps(expl: Explanation, index: int, max_display: int) -> list[_Step]:
     """The section's bars in path order: collapsed rest first, then by increasing |phi|."""
     phi = expl.values[index]
+    se = None if expl.standard_errors is None else expl.standard_errors[index]
     shown, rest = style.rank_players(np.abs(phi), max_display)
     steps = []
     if rest.size:
         names = ", ".join(expl.player_names[j] for j in rest.tolist())
         value = float(phi[rest].sum())
+        se_rest = 0.0 if se is None else float(np.sqrt(np.sum(se[rest] ** 2)))
         steps.append(
             _Step(
                 style.other_players_label(int(rest.size), summed=False),
                 value,
                 f"{rest.size} other features ({names}): {style.format_number(value, signed=True)}",
+                se_rest,
             )
         )
-    se = None if expl.standard_errors is None else expl.standard_errors[index]
     for j in shown.tolist()[::-1]:
         label = _player_label(expl, index, j)
         hover = f"{label}: {style.format_number(phi[j], signed=True)}"
         if se is not None and se[j] > 0:  # sampled coalitions: say how sure we are
             hover += f" ± {style.format_number(se[j])} (s.e.)"
-        steps.append(_Step(label, float(phi[j]), hover))
+        steps.append(_Step(label, float(phi[j]), hover, 0.0 if se is None else float(se[j])))
     return steps
 
 
@@ -184,6 +202,43 @@ def _player_label(expl: Explanation, index: int, player: int) -> str:
         return f"{name} ({label})"
     d = float(expl.data[index, player])
     return f"{name} (Δ {style.format_number(d, signed=True)})" if np.isfinite(d) else name
+
+
+def _side_sections(expl: Explanation, left: str, right: str) -> list[tuple[str, Explanation]]:
+    """A side-aware explanation as two item-like parts: left's groups, then right's.
+
+    Each part keeps the plain group names, and its labels keep that side's own value
+    ('Height (188)' rather than '188 vs 185').
+    """
+    p = expl.n_players // 2
+    names = [name.split(":", 1)[-1] for name in expl.player_names[:p]]
+    parts = []
+    for k, (side, columns) in enumerate(((left, slice(0, p)), (right, slice(p, 2 * p)))):
+        labels = None
+        if expl.data_labels is not None:
+            labels = np.array(
+                [[_own_value(label, k) for label in row] for row in expl.data_labels[:, columns]],
+                dtype=object,
+            )
+        errors = None if expl.standard_errors is None else expl.standard_errors[:, columns]
+        part = replace(
+            expl,
+            values=expl.values[:, columns],
+            data=np.full((expl.n_duels, p), np.nan),
+            player_names=tuple(names),
+            standard_errors=errors,
+            data_labels=labels,
+            kind="items",
+        )
+        parts.append((f"{side}'s features", part))
+    return parts
+
+
+def _own_value(label: object, side: int) -> object:
+    """'188 vs 185' -> '188' for the left side, '185' for the right."""
+    if isinstance(label, str) and " vs " in label:
+        return label.split(" vs ", 1)[side]
+    return label
 
 
 def _print_step(fig: go.Figure, start: float, value: float, y: float) -> None:
@@ -223,9 +278,10 @@ def _padded_range(points: list[float]) -> list[float]:
 
 
 def _separate_sections(fig: go.Figure, bounds: list[tuple[str, int, int]]) -> None:
-    """A line between the item and the context rows; each part named in the right
-    margin, where no bar or value can hide it."""
-    fig.add_hline(y=bounds[0][2] + 0.5, line={"color": style.AXIS_GREY, "width": 1})
+    """A line between consecutive sections (items or each side, then context); each
+    part named in the right margin, where no bar or value can hide it."""
+    for _, _, hi in bounds[:-1]:
+        fig.add_hline(y=hi + 0.5, line={"color": style.AXIS_GREY, "width": 1})
     for section, lo, hi in bounds:
         fig.add_annotation(
             xref="paper",

@@ -154,10 +154,10 @@ class CoalitionEmbedding:
     with a :class:`FactorCache`, every coalition whose ``x`` fits is solved by centres
     and ``x`` is kept, so a later call with new queries skips the Gram, the
     factorization and the solve of that coalition (``meta["cme"]["factor_cache"]``).
-    Without one, the cheaper path is taken per coalition. Kernel blocks between
-    classes, and the queried rows of ``mixed_t``, are always formed the same way
-    (never as views of larger matrices), so a kept and a fresh coalition give the same
-    floats for the same queries.
+    Without one, the cheaper path is taken per coalition. A kept coalition forms the
+    queried rows of ``mixed_t`` on their own, so its numbers may differ from a fresh
+    one's in the last bits (1e-15 relative); within one call every duel and its swap
+    are the same floats negated whatever the path.
     """
 
     path = "auto"  # "auto" | "centres" | "queries": both exact; tests force each
@@ -247,9 +247,7 @@ class CoalitionEmbedding:
                 ridge=self.ridge,
                 rhs=rhs,
             )
-            # Formed as for a kept coalition, so a call and a later one with the same
-            # queries give the same floats (exact antisymmetry across calls).
-            mixed_q = self._mixed_rows(co, universe, ~cols, pool_q)
+        mixed_q = mixed_t[c.index(pool_q)]
         return _Prepared(co, z, weights, mixed_q, mixed_t, by_centres, None, system)
 
     def _centre_side(
@@ -274,12 +272,15 @@ class CoalitionEmbedding:
         position[pool_q] = np.arange(len(pool_q))
         pick = np.flatnonzero(position[co.pair_s] >= 0)
         sc, sc_index = np.unique(co.pair_sc[pick], return_inverse=True)
-        # (queried classes x their pool Sc classes) weights, then one small GEMM
-        weights = np.zeros((len(pool_q), len(sc)))
-        np.add.at(weights, (position[co.pair_s[pick]], sc_index.reshape(-1)), co.pair_w[pick])
+        # (queried classes x their pool Sc classes) weights: sparse, each pool pair
+        # belongs to one S class, so this costs (pool rows of the queried classes) x t
+        weights = sparse_csr(
+            c, position[co.pair_s[pick]], sc_index.reshape(-1), co.pair_w[pick],
+            (len(pool_q), len(sc)),
+        )  # fmt: skip
         xc = universe.scaled.index_select(1, c.index(np.flatnonzero(sc_cols)))
         k_sc = kernel(xc[c.index(co.sc_first[sc])], xc[c.index(co.sc_first[co.sc_centre])])
-        return c.tensor(weights) @ k_sc
+        return weights @ k_sc
 
     # -- finishing -------------------------------------------------------------------
     def _finish(self, prep: _Prepared, universe: Universe) -> tuple[torch.Tensor, np.ndarray]:

@@ -2,7 +2,8 @@
 
 For a duel ``(u, x_l, x_r)`` and a coalition ``S'`` of context players:
 
-    v(S') = sum_j alpha_j GammaU[cu_j, u] Xi_j,   Xi_j = k_E((cl_j, cr_j), (x_l, x_r))
+    v(S') = sum_j alpha_j GammaU[cu_j, u] Xi_j,
+    Xi_j = k_E((cl_j, cr_j), (x_l, x_r)) + w k_UPM((cl_j, cr_j), (x_l, x_r))
 
 with ``GammaU = Gamma_S'(centre contexts, query contexts)`` from :mod:`cme`, solved
 over the model's *unique* contexts weighted by their counts (exact; the regulariser
@@ -51,6 +52,7 @@ class ContextGame:
         self._centre_context = compute.index(centre_index)
         self._n_centre_contexts = len(centre_contexts)
         self._alpha = compute.tensor(fn.alpha)
+        self._utility_weight = float(fn.utility_weight)
         assert fn.context_lengthscales is not None
         self.problem = CMEProblem(
             pool=fn.contexts,
@@ -103,6 +105,9 @@ class _BoundContextGame:
         game = self.game
         kl, kr = self._k_left, self._k_right
         xi = kl[:, a] * kr[:, b] - kl[:, b] * kr[:, a]  # (M, D)
+        if game._utility_weight != 0:  # + w [(kl - kr)[a] - (kl - kr)[b]], antisymmetric too
+            w = game._utility_weight
+            xi = xi + w * ((kl[:, a] - kr[:, a]) - (kl[:, b] - kr[:, b]))
         z = torch.zeros((game._n_centre_contexts, len(a)), dtype=xi.dtype, device=xi.device)
         return z.index_add_(0, game._centre_context, game._alpha[:, None] * xi)
 

@@ -2,8 +2,12 @@
 
 For distinct duels ``(a, b)`` between query items and every proper coalition ``S``:
 
-    GPM / C-GPM items:  v(S) = t(a, b) - t(b, a),  t(a, b) = sum_j alpha_j G[cl_j, a] G[cr_j, b]
+    GPM / C-GPM items:  v(S) = t(a, b) - t(b, a) + w (f_S(a) - f_S(b)),
+                        t(a, b) = sum_j alpha_j G[cl_j, a] G[cr_j, b]
     UPM:                v(S) = f_S(a) - f_S(b),    f_S(x) = sum_j alpha_j (G[cl_j, x] - G[cr_j, x])
+
+(``w``: the utility weight of the sum kernel; by linearity its value function is the
+GPM's plus ``w`` times the UPM's, with the same coalition embeddings.)
 
 with ``G = Gamma_S(centres, queries)`` from :mod:`cme` (C-GPM: the context-averaged
 ``alpha``). ``t(a, b) - t(b, a)`` is the bracket of docs/method.md written so that a duel
@@ -64,12 +68,14 @@ class ItemGame:
         left, right = centre_index[:m], centre_index[m:]
         alpha = fn.averaged_alpha(compute)  # the plain alpha unless C-GPM
         n_centre_rows = len(centre_rows)
-        if self.kind == "upm":
+        self._utility = None
+        if self.kind == "upm" or fn.utility_weight != 0:
+            weight = 1.0 if self.kind == "upm" else fn.utility_weight
             utility = torch.zeros(n_centre_rows, dtype=alpha.dtype, device=alpha.device)
-            utility.index_add_(0, compute.index(left), alpha)
-            utility.index_add_(0, compute.index(right), -alpha)
+            utility.index_add_(0, compute.index(left), weight * alpha)
+            utility.index_add_(0, compute.index(right), -weight * alpha)
             self._utility = utility
-        else:
+        if self.kind != "upm":
             # Centres repeating the same (left, right) pair share one alpha.
             pairs, pair_index = np.unique(left * n_centre_rows + right, return_inverse=True)
             summed = torch.zeros(len(pairs), dtype=alpha.dtype, device=alpha.device)
@@ -160,6 +166,9 @@ class _BoundItemGame:
                 a, b = c.index(query_column[self.left]), c.index(query_column[self.right])
                 with maybe_timed(game.stats, "contraction"):
                     out[start + k] = game._duel_values(gamma, a, b, game.contraction)
+                    if game._utility is not None and game.kind != "upm":
+                        utility = game._utility @ gamma  # + w (f_S(a) - f_S(b))
+                        out[start + k] += utility[a] - utility[b]
             if on_batch is not None:
                 on_batch(min(1.0, (start + len(chunk)) / max(1, len(masks))))
         return out.cpu().numpy()

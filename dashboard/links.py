@@ -1,0 +1,116 @@
+"""Deep links: every view's state in ``st.query_params``, so a copied URL reopens it.
+
+Parameter names (the contract): ``dataset, model, player, view, duel, a, b,
+context``; the page is the URL path. ``dataset`` is a built-in dataset's name
+(``demo``, ``pokemon``, ...) or, for an upload, the session-restore token that the
+Data page gives it (uploads reopen while they are in the server's cache);
+``model`` is the model's settings fingerprint (reloaded from the disk cache);
+``player``, ``a``, ``b`` are item ids, ``duel`` a duel id, ``view`` a page's view
+(e.g. ``losses``), ``context`` a context slice (``tourney_surface = Clay``).
+
+A URL is applied once, when it is new to the session (pasted, opened, reloaded);
+after that the pages write their state into it, so widgets and URL never fight.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from dashboard import services, sources, state
+
+PARAMS = ("dataset", "model", "player", "view", "duel", "a", "b", "context")
+BUILTIN_PREFIX = "builtin:"
+DEMO_NAME = "demo"
+
+
+def dataset_param(loaded: state.LoadedData) -> str | None:
+    """What ``dataset=`` says for this dataset (None: it cannot be linked)."""
+    if loaded.key == sources.DEMO_KEY:
+        return DEMO_NAME
+    if loaded.key.startswith(BUILTIN_PREFIX):
+        return loaded.key.removeprefix(BUILTIN_PREFIX)
+    token = getattr(loaded, "token", None)  # uploads: the Data page's restore token
+    return str(token) if token else None
+
+
+def _find_dataset(name: str) -> state.LoadedData | None:
+    key = sources.DEMO_KEY if name == DEMO_NAME else f"{BUILTIN_PREFIX}{name}"
+    known = state.datasets().get(key)
+    if known is not None:
+        return known
+    choice = next((c for c in sources.builtin_choices() if c.key == key and c.available), None)
+    if choice is not None:
+        return sources.load_builtin(choice)
+    restore = getattr(sources, "restore_upload", None)  # uploads, where supported
+    return restore(name) if restore is not None else None
+
+
+def apply() -> None:
+    """Open the view a new URL describes (dataset, model, selections)."""
+    params = {k: st.query_params[k] for k in PARAMS if k in st.query_params}
+    if not params or params == state.link_seen():
+        return
+    state.remember_link(params)
+    state.set_link_pending(params)
+    loaded = state.active()
+    if "dataset" in params:
+        wanted = _find_dataset(params["dataset"])
+        if wanted is None:
+            st.toast(f"The linked dataset {params['dataset']!r} is not available here.")
+            return
+        if loaded is None or wanted.key != loaded.key:
+            state.add_dataset(wanted)
+        loaded = wanted
+    if loaded is None:
+        return
+    model = state.model_for(loaded)
+    if "model" in params and (model is None or model.settings_fp != params["model"]):
+        found = services.model_by_fingerprint(loaded, params["model"])
+        if found is not None:
+            state.set_model(found)
+        else:
+            st.toast("The linked model is not in this server's cache: train it again.")
+    data = loaded.data
+    ids = set(np.asarray(data.item_ids).astype(str).tolist())
+    if params.get("player") in ids:
+        state.select_item(loaded, params["player"])
+    if params.get("a") in ids and params.get("b") in ids:
+        state.select_pair(loaded, params["a"], params["b"])
+    if "context" in params:
+        state.select_context(loaded, params["context"])
+    if "duel" in params:
+        hits = np.flatnonzero(data.duel_ids == params["duel"])
+        if len(hits):
+            seen_from = params.get("player") if params.get("player") in ids else None
+            state.select_duel(loaded, int(hits[0]), seen_from)
+
+
+def write(**view: str | None) -> None:
+    """Put the current view into the URL: dataset and model, plus the page's own state."""
+    loaded = state.active()
+    params: dict[str, str] = {}
+    if loaded is not None:
+        name = dataset_param(loaded)
+        if name:
+            params["dataset"] = name
+        model = state.model_for(loaded)
+        if model is not None:
+            params["model"] = model.settings_fp
+    for key, value in view.items():
+        if key not in PARAMS:
+            raise ValueError(f"unknown query parameter {key!r}")
+        if value is not None and value != "":
+            params[key] = str(value)
+    if params != {k: st.query_params[k] for k in st.query_params}:
+        st.query_params.from_dict(params)
+    state.remember_link(params)
+
+
+def take(name: str, choices: list[str] | None = None) -> str | None:
+    """A parameter of a URL just opened, once: the page puts it into its widget
+    (which otherwise keeps its own value), later runs get None."""
+    value = state.pop_link_pending(name)
+    if value is None or (choices is not None and value not in choices):
+        return None
+    return value

@@ -1,0 +1,220 @@
+"""Head-to-head page: any two items, P(A beats B) per context and on average, their
+past meetings, the explanation of their duel seen from A, and what-if edits."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import links, services, state
+from dashboard.components.explanations import PLOT_CONFIG, require_model
+from dashboard.components.export import figure_exports, file_stem, provenance
+from dashboard.components.formats import percent
+from dashboard.components.guard import run_guarded, show_error
+from dashboard.components.precision import precision_control
+from dashboard.components.text import md
+from prefshap_core.analysis.contexts import context_row_labels
+from prefshap_core.analysis.covariates import editable_columns, encode_covariates, raw_covariates
+from prefshap_core.analysis.head_to_head import meetings, most_active_pair, pair_preference
+from prefshap_core.errors import PrefShapError
+from prefshap_core.plots import waterfall
+
+AVERAGE = "averaged over the observed contexts"
+
+
+def _pick_pair(loaded: state.LoadedData) -> tuple[str, str]:
+    data = loaded.data
+    pair = state.selected_pair(loaded) or most_active_pair(data)
+    activity = np.bincount(data.left, minlength=data.n_items) + np.bincount(
+        data.right, minlength=data.n_items
+    )
+    order = np.argsort(-activity, kind="stable")
+    ids = [str(i) for i in data.item_ids[order]]
+    labels = dict(zip(data.item_ids.astype(str), np.asarray(data.labels).astype(str), strict=True))
+
+    def show(i: str) -> str:
+        return labels[i] if labels[i] == i else f"{labels[i]} ({i})"
+
+    c = st.columns(2)
+    # Keys carry the chosen pair, so a pair chosen elsewhere (a link) shows here.
+    tag = f"{loaded.fingerprint}:{pair[0]}:{pair[1]}"
+    a = c[0].selectbox("Item A", ids, index=ids.index(pair[0]), format_func=show,
+                       key=f"h2h:a:{tag}")  # fmt: skip
+    b = c[1].selectbox("Item B", ids, index=ids.index(pair[1]), format_func=show,
+                       key=f"h2h:b:{tag}")  # fmt: skip
+    if (a, b) != pair:
+        state.select_pair(loaded, a, b)
+        st.rerun()
+    return a, b
+
+
+def _edited_row(loaded: state.LoadedData, item: str, side: str) -> tuple[np.ndarray, bool]:
+    """The item's model-space row after the user's edits, and whether anything changed."""
+    data = loaded.data
+    original = raw_covariates(data, item)
+    values = dict(original)
+    for column in editable_columns(data):
+        key = f"h2h:edit:{loaded.fingerprint}:{side}:{item}:{column.name}"
+        if column.kind == "numeric":
+            step = 1.0 if column.integer else (column.high - column.low) / 100 or 1.0
+            values[column.name] = st.number_input(
+                column.name, min_value=column.low, max_value=column.high,
+                value=float(np.clip(original[column.name], column.low, column.high)),
+                step=step, key=key, format="%g",
+            )  # fmt: skip
+        else:
+            choices = ([None] if column.optional else []) + list(column.categories)
+            current = original[column.name] if original[column.name] in choices else choices[0]
+            values[column.name] = st.selectbox(
+                column.name, choices, index=choices.index(current), key=key,
+                format_func=lambda c: "(none)" if c is None else str(c),
+            )  # fmt: skip
+    changed = values != original
+    row = encode_covariates(data, values) if changed else data.items[[data.item_index(item)]]
+    return row, changed
+
+
+def _what_if(loaded: state.LoadedData, a: str, b: str, names: dict[str, str]):
+    with st.expander("What if… edit either side's covariates (raw units)", icon=":material/tune:"):
+        st.caption("Numbers stay within the data's range; categories are the column's own.")
+        c = st.columns(2)
+        rows = []
+        for column, item, side in ((c[0], a, "a"), (c[1], b, "b")):
+            with column:
+                st.markdown(f"**{md(names[item])}**")
+                rows.append(_edited_row(loaded, item, side))
+    (x_a, edited_a), (x_b, edited_b) = rows
+    return x_a, x_b, edited_a or edited_b
+
+
+def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int | None:
+    """Index of the observed context the context explanation uses (C-GPM), or None."""
+    fn = model.result.function
+    if fn.kind != "cgpm" or fn.contexts is None or fn.context_space is None:
+        return None
+    labels = context_row_labels(fn.context_space, fn.contexts, loaded.data.context_encoding)
+    order = np.argsort(-np.asarray(fn.context_weights), kind="stable").tolist()
+    chosen = state.selected_context(loaded)
+    index = order.index(labels.index(chosen)) if chosen in labels else 0
+    pick = st.selectbox(
+        "Context of the explained duel", order, index=index,
+        format_func=lambda k: labels[k], key=f"h2h:context:{loaded.fingerprint}:{chosen}",
+        help="The waterfall's context part explains the duel under this observed context.",
+    )  # fmt: skip
+    if labels[pick] != chosen:
+        state.select_context(loaded, labels[pick])
+    return int(pick)
+
+
+def render() -> None:
+    st.title("Head-to-head")
+    ready = require_model()
+    if ready is None:
+        return
+    loaded, model = ready
+    data, fn = loaded.data, model.result.function
+    a, b = _pick_pair(loaded)
+    names = dict(zip(data.item_ids.astype(str), np.asarray(data.labels).astype(str), strict=True))
+    if a == b:
+        st.info("Pick two different items.")
+        links.write(a=a, b=b)
+        return
+    try:
+        x_a, x_b, edited = _what_if(loaded, a, b, names)
+    except PrefShapError as exc:
+        show_error(exc)
+        x_a, x_b, edited = data.items[[data.item_index(a)]], data.items[[data.item_index(b)]], False
+    started = time.perf_counter()
+    pref = pair_preference(fn, x_a, x_b)
+    met = meetings(data, a, b)
+    hyp = " (edited)" if edited else ""
+    c = st.columns(3)
+    c[0].metric(f"P({md(names[a])}{hyp} beats {md(names[b])})", percent(pref.p_average),
+                help=f"The model's probability, {AVERAGE}.")  # fmt: skip
+    c[1].metric(f"P({md(names[b])} beats {md(names[a])})", percent(1 - pref.p_average))
+    c[2].metric("Past meetings", f"{met.wins_a} – {met.wins_b}",
+                help=f"Wins of {md(names[a])} – wins of {md(names[b])} in the data.")  # fmt: skip
+    if not pref.by_context.empty:
+        table = pref.by_context.assign(
+            context=pref.by_context["group"] + " = " + pref.by_context["value"],
+            share=pref.by_context["share"].map(percent),
+            p_a=pref.by_context["p_a"].map(percent),
+        )[["context", "p_a", "share"]]
+        table.columns = [
+            "observed context value",
+            f"P({names[a]} beats {names[b]})",
+            "share of duels",
+        ]
+        st.markdown("**Per observed context value** (other context columns averaged over "
+                    "the observed contexts with that value)")  # fmt: skip
+        st.dataframe(table, hide_index=True, width="stretch")
+    context_row = _context_choice(loaded, model)
+    sides = _Sides(a, b, x_a, x_b, edited)
+    _explanation(loaded, model, sides, names, context_row)
+    st.caption(
+        f"Probabilities and explanation computed in "
+        f"{time.perf_counter() - started:.2f} s" + (" (after your edit)." if edited else ".")
+    )
+    _meetings(loaded, met, names, a, b)
+    view = {"a": a, "b": b, "context": state.selected_context(loaded)}
+    links.write(**view)
+
+
+@dataclass(frozen=True, eq=False)
+class _Sides:
+    a: str
+    b: str
+    x_a: np.ndarray  # (1, d) model-space rows, edited or not
+    x_b: np.ndarray
+    edited: bool
+
+
+def _explanation(loaded, model, sides: _Sides, names, context_row) -> None:
+    a, b = sides.a, sides.b
+    c = st.columns([4, 1], vertical_alignment="bottom")
+    edited = " (edited)" if sides.edited else ""
+    c[0].subheader(f"Why: {md(names[a])}{edited} vs {md(names[b])}, seen from {md(names[a])}")
+    with c[1]:
+        precision_control("head-to-head")
+    fn = model.result.function
+    # Unedited: by id (the explainer's own pool rows); edited: the edited rows.
+    left, right = (sides.x_a, sides.x_b) if sides.edited else ([a], [b])
+    labels = (names[a] + edited, names[b])
+    ids = (a + edited, b)
+    items = services.explain_pair(loaded, model, left, right, labels, ids=ids)
+    ctx = None
+    if context_row is not None:
+        assert fn.contexts is not None
+        ctx = services.explain_pair(
+            loaded, model, left, right, labels, ids=ids, what="context",
+            contexts=fn.contexts[[context_row]],
+        )  # fmt: skip
+    fig = waterfall(items, ctx)
+    st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="h2h:waterfall")
+    figure_exports(
+        fig, file_stem("head-to-head", loaded.data.name, a, b), expl=items, key="h2h:waterfall",
+        provenance=provenance(loaded.title, services.model_description(model), 1),
+    )  # fmt: skip
+
+
+def _meetings(loaded, met, names, a, b) -> None:
+    st.markdown(f"**Past meetings** ({met.n_duels:,})" + (" — select a row to open it"
+                                                          if met.n_duels else ""))  # fmt: skip
+    if met.n_duels == 0:
+        st.caption(f"{md(names[a])} and {md(names[b])} never met in the data.")
+        return
+    event = st.dataframe(
+        pd.DataFrame(met.table).drop(columns=["duel"]), hide_index=True, width="stretch",
+        on_select="rerun", selection_mode="single-row", key=f"h2h:meetings:{a}:{b}",
+    )  # fmt: skip
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        state.select_duel(loaded, int(met.table["duel"].iloc[rows[0]]), a)
+        st.switch_page("views/duel.py")
+
+
+run_guarded(render)

@@ -1,0 +1,80 @@
+"""Rankings page: items by model-implied mean win probability against the pool."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import links, services, state
+from dashboard.components.explanations import require_model
+from dashboard.components.export import file_stem, table_download
+from dashboard.components.formats import percent
+from dashboard.components.guard import run_guarded
+from dashboard.components.text import md
+from prefshap_core.analysis.rankings import BT_SCORE
+from prefshap_core.csv_safety import to_csv_bytes
+
+MIX = "the observed context mix"
+
+
+def render() -> None:
+    st.title("Rankings")
+    ready = require_model()
+    if ready is None:
+        return
+    loaded, model = ready
+    with st.spinner("Ranking every item against the pool…"):
+        ranked = services.model_rankings(loaded, model)
+    opponents = (
+        f"a seeded random sample of {ranked.n_opponents:,} opponents (the same for every item)"
+        if ranked.sampled
+        else f"all {ranked.n_opponents - 1:,} other items"
+    )
+    score_words = (
+        "a Bradley-Terry maximum-likelihood score of the record (no model trained for it)"
+        if ranked.score_name == BT_SCORE
+        else "the model's utility f(x), centred"
+        if model.kind == "upm"
+        else "the utility f(x) of the UPM baseline trained beside it, centred"
+    )
+    st.caption(
+        f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Strength = the model's "
+        f"mean probability of beating {opponents}. Score: {score_words}."
+    )
+    table = ranked.table
+    choices = [MIX, *ranked.context_columns]
+    sort_by = MIX
+    if ranked.context_columns:
+        chosen = state.selected_context(loaded)
+        wanted = f"p_mean[{chosen}]"
+        sort_by = st.selectbox(
+            "Rank under", choices, index=choices.index(wanted) if wanted in choices else 0,
+            format_func=lambda c: c if c == MIX else c.removeprefix("p_mean[").removesuffix("]"),
+            key=f"rankings:context:{loaded.fingerprint}",
+        )  # fmt: skip
+        state.select_context(loaded, None if sort_by == MIX else sort_by[7:-1])
+    column = "p_mean" if sort_by == MIX else sort_by
+    shown = table.sort_values([column, "item_id"], ascending=[False, True], kind="stable")
+    shown = shown.assign(rank=range(1, len(shown) + 1))
+    display = shown[["rank", "item", "item_id", column, "duels", "wins", "losses", "score"]]
+    display = display.assign(**{column: display[column].map(percent)}).rename(
+        columns={column: "mean P(win) vs pool", "score": ranked.score_name}
+    )
+    event = st.dataframe(
+        display, hide_index=True, width="stretch", on_select="rerun",
+        selection_mode="single-row", key=f"rankings:table:{loaded.fingerprint}:{column}",
+        column_config={ranked.score_name: st.column_config.NumberColumn(format="%.3f")},
+    )  # fmt: skip
+    table_download(
+        to_csv_bytes(shown),
+        file_stem("rankings", loaded.data.name, model.kind) + ".csv",
+        label="Rankings (CSV)",
+        key="rankings:csv",
+    )
+    links.write(context=state.selected_context(loaded))
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        state.select_item(loaded, str(shown["item_id"].iloc[rows[0]]))
+        st.switch_page("views/players.py")
+
+
+run_guarded(render)
