@@ -10,6 +10,7 @@ import signal
 import socket
 import sys
 import time
+import types
 
 import cloudpickle
 import numpy as np
@@ -37,6 +38,10 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope="module")
 def client():
+    # Worker processes are spawned, and spawn re-runs the parent's __main__ file: after
+    # the dashboard's AppTests that is dashboard/app.py. A bare __main__ meanwhile.
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
     cluster = LocalCluster(
         n_workers=2,
         threads_per_worker=1,
@@ -48,6 +53,7 @@ def client():
     yield client
     client.close()
     cluster.close()
+    sys.modules["__main__"] = main
 
 
 def model(kind: str, seed: int = 1):

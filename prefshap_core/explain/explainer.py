@@ -352,8 +352,11 @@ class Explainer:
         batch_size = options.coalition_batch or (8 if self.compute.device.startswith("cuda") else 1)
         # The partition depends on the options only: every executor reduces the same
         # batches in the same order, so they all give the same numbers.
-        per_task = options.task_coalitions or default_task_coalitions(
-            coalitions.n_coalitions, coalitions.n_players
+        # The side game embeds each distinct side coalition once per batch: one batch.
+        per_task = options.task_coalitions or (
+            None
+            if options.what == "sides"
+            else default_task_coalitions(coalitions.n_coalitions, coalitions.n_players)
         )
         slices = coalition_slices(coalitions.n_coalitions, per_task)
         groups = _duel_groups(len(v_full), coalitions.n_coalitions)
