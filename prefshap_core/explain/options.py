@@ -134,8 +134,8 @@ class ExplainOptions:
     ``what="context"``). ``coalition_batch``: coalition systems solved per batched
     call (``None``: 8 on CUDA, 1 on CPU). ``task_coalitions``: coalitions per
     executor task, rounded up to even (``None``: ``max(4p, K / 32)``,
-    :func:`executor.default_task_coalitions`; the same for every executor, so a
-    cluster run reduces the same batches as an in-process one).
+    :func:`executor.default_task_coalitions`, one task for ``"sides"``; the same for
+    every executor, so a cluster run reduces the same batches as an in-process one).
     ``factor_cache_bytes``: kept coalition factorizations per explainer (LRU).
     ``executor``: where coalition batches run (``None``: in this process).
     """
