@@ -194,8 +194,20 @@ def _as_parquet(frame: pd.DataFrame) -> bytes:
 
 
 def _as_xlsx(frame: pd.DataFrame) -> bytes:
+    """The frame as a workbook of text cells (openpyxl would store "=0" as a formula,
+    which a workbook saved by a spreadsheet program holds with its computed value)."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for r, row in enumerate([list(frame.columns), *frame.itertuples(index=False)], start=1):
+        for c, value in enumerate(row, start=1):
+            if value is None or value == "":
+                continue
+            cell = sheet.cell(row=r, column=c, value=str(value))
+            cell.data_type = "s"
     buffer = io.BytesIO()
-    frame.to_excel(buffer, index=False, engine="openpyxl")
+    book.save(buffer)
     return buffer.getvalue()
 
 
