@@ -44,47 +44,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import torch
+from bench_scale import website_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.explain import Explainer, ExplainOptions, LocalExecutor
 from prefshap_core.explain.dask_executor import close_local_cluster, local_cluster
 from prefshap_core.explain.executor import coalition_slices, default_task_coalitions
-from prefshap_core.models.hyperparameters import median_lengthscales
-from prefshap_core.models.preference_function import PreferenceFunction
-
-
-def website_problem(n_items: int, n_duels: int, n_centres: int, seed: int = 0):
-    """As benchmarks/bench_scale.py (copied: that script imports the old engine)."""
-    rng = np.random.default_rng(seed)
-    widths = [12, 11, 10, 10, 9, 9, 9, 8, 8, 7]  # 93 one-hot columns in 10 groups
-    names, groups, cols = [], [], []
-    for g, w in enumerate(widths):
-        p = 1.0 / np.arange(1, w + 1) ** 1.1
-        cols.append(np.eye(w)[rng.choice(w, n_items, p=p / p.sum())])
-        groups += [g] * w
-        names += [f"g{g}=c{k}" for k in range(w)]
-    raw = np.hstack(cols)
-    scale = np.where(raw.std(0) > 0, raw.std(0), 1.0)
-    space = FeatureSpace(
-        tuple(names), tuple(f"g{g}" for g in range(len(widths))), np.array(groups),
-        raw.mean(0), scale,
-    )  # fmt: skip
-    items = space.standardise(raw)
-    cl, cr = rng.integers(0, n_items, n_centres), rng.integers(0, n_items, n_centres)
-    fn = PreferenceFunction(
-        kind="gpm",
-        item_space=space,
-        item_ids=np.array([f"i{k}" for k in range(n_items)]),
-        items=items,
-        lengthscales=median_lengthscales(items) * np.sqrt(len(widths)),
-        centres_left=items[cl],
-        centres_right=items[cr],
-        alpha=rng.normal(size=n_centres),
-        cme_lambda=1e-2,
-    )
-    return fn, rng.integers(0, n_items, n_duels), rng.integers(0, n_items, n_duels)
 
 
 class TimedLocalExecutor(LocalExecutor):
