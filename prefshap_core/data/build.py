@@ -24,8 +24,9 @@ from prefshap_core.data.context_table import ContextJoin, join_contexts
 from prefshap_core.data.csv_io import SOURCE_ROW, row_numbers, text_cells
 from prefshap_core.data.duel_data import DataReport, DuelData
 from prefshap_core.data.duel_rows import (
+    KeyWords,
     describe_problem,
-    more_rows,
+    key_problems,
     outcome_column,
     raise_problems,
     rejected_rows,
@@ -39,6 +40,7 @@ from prefshap_core.errors import DataProblems, DataValidationError
 
 DUEL_COLUMNS = ("left", "right", "winner", "loser", "y", "duel_id")
 ITEMS_FILE, DUELS_FILE, CONTEXTS_FILE = "items.csv", "duels.csv", "contexts.csv"
+ITEM_ID_WORDS = KeyWords("item id", "item ids", "have no id", "repeat an earlier id")
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".parquet")
 
 
@@ -314,32 +316,7 @@ def _item_ids_and_labels(
         raise DataValidationError(f"needs at least two items, has {len(items)}", file=file_name)
     rows = row_numbers(items)
     ids = text_cells(items[id_column])
-    problems = []
-    missing = np.flatnonzero(pd.isna(ids))
-    if len(missing):
-        problems.append(
-            DataValidationError(
-                "the item id is missing" + more_rows(len(missing) - 1, "have no id"),
-                file=file_name,
-                row=int(rows[missing[0]]),
-                column=id_column,
-            )
-        )
-    present = pd.Series(ids, dtype=object)
-    again = np.flatnonzero(present.duplicated(keep="first").to_numpy() & present.notna())
-    if len(again):
-        item = ids[again[0]]
-        first = int(np.flatnonzero(ids == item)[0])
-        problems.append(
-            DataValidationError(
-                f"item id {item!r} appears twice: rows {rows[first]} and "
-                f"{rows[again[0]]}; item ids must be unique"
-                + more_rows(len(again) - 1, "repeat an earlier id"),
-                file=file_name,
-                row=int(rows[again[0]]),
-                column=id_column,
-            )
-        )
+    problems = key_problems(ids, rows, id_column, file_name, ITEM_ID_WORDS)
     if problems:
         raise DataProblems(sorted(problems, key=lambda e: e.row or 0))
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from prefshap_core.data.csv_io import is_number_text, row_numbers, text_codes
-from prefshap_core.data.duel_rows import DuelRowProblem, more_rows
+from prefshap_core.data.duel_rows import DuelRowProblem, KeyWords, key_problems
 from prefshap_core.data.id_columns import IgnoredColumn, split_id_like
 from prefshap_core.errors import DataProblems, DataValidationError
 
@@ -91,32 +91,11 @@ def join_contexts(
     return ContextJoin(key, columns, position, problem, ignored)
 
 
+KEY_WORDS = KeyWords("key", "keys", "have no key", "repeat a key")
+
+
 def _check_keys(keys: np.ndarray, rows: np.ndarray, key: str, file_name: str) -> None:
-    problems = []
-    missing = np.flatnonzero(pd.isna(keys))
-    if len(missing):
-        problems.append(
-            DataValidationError(
-                "the key is missing" + more_rows(len(missing) - 1, "have no key"),
-                file=file_name,
-                row=int(rows[missing[0]]),
-                column=key,
-            )
-        )
-    series = pd.Series(keys, dtype=object)
-    duplicate = np.flatnonzero(series.duplicated(keep="first").to_numpy() & series.notna())
-    if len(duplicate):
-        again = duplicate[0]
-        first = int(np.flatnonzero(keys == keys[again])[0])
-        problems.append(
-            DataValidationError(
-                f"key {keys[again]!r} appears twice: rows {rows[first]} and {rows[again]}; "
-                "keys must be unique" + more_rows(len(duplicate) - 1, "repeat a key"),
-                file=file_name,
-                row=int(rows[again]),
-                column=key,
-            )
-        )
+    problems = key_problems(keys, rows, key, file_name, KEY_WORDS)
     if problems:
         raise DataProblems(problems)
 

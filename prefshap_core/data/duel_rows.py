@@ -287,6 +287,49 @@ def rejected_rows(
     return pd.concat([table, cells], axis=1)
 
 
+@dataclass(frozen=True)
+class KeyWords:
+    """How the messages of :func:`key_problems` name the keys (e.g. "item id")."""
+
+    key: str  # "item id"
+    keys: str  # "item ids"
+    no_key: str  # "have no id"
+    repeat: str  # "repeat an earlier id"
+
+
+def key_problems(
+    keys: np.ndarray, rows: np.ndarray, column: str, file_name: str, words: KeyWords
+) -> list[DataValidationError]:
+    """Missing and repeated keys of a table's key column, each with its first row."""
+    problems = []
+    missing = np.flatnonzero(pd.isna(keys))
+    if len(missing):
+        problems.append(
+            DataValidationError(
+                f"the {words.key} is missing" + more_rows(len(missing) - 1, words.no_key),
+                file=file_name,
+                row=int(rows[missing[0]]),
+                column=column,
+            )
+        )
+    present = pd.Series(keys, dtype=object)
+    again = np.flatnonzero(present.duplicated(keep="first").to_numpy() & present.notna())
+    if len(again):
+        repeated = keys[again[0]]
+        first = int(np.flatnonzero(keys == repeated)[0])
+        problems.append(
+            DataValidationError(
+                f"{words.key} {repeated!r} appears twice: rows {rows[first]} and "
+                f"{rows[again[0]]}; {words.keys} must be unique"
+                + more_rows(len(again) - 1, words.repeat),
+                file=file_name,
+                row=int(rows[again[0]]),
+                column=column,
+            )
+        )
+    return problems
+
+
 def more_rows(count: int, what: str) -> str:
     """E.g. ' (3 more rows have the same problem)'; empty when there are none."""
     if count <= 0:
