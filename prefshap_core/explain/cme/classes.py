@@ -192,3 +192,26 @@ class Universe:
             pair_sc=fixed.pair_sc,
             pair_w=fixed.pair_w,
         )
+
+
+class PoolBinding:
+    """Builds a problem's :class:`PoolUniverse` once and binds each call's queries to it.
+
+    The embeddings (exact and Nyström) take this part by inheritance: the pool
+    universe is a per-process cache, so it never travels when they are pickled.
+    """
+
+    problem: CMEProblem
+    compute: Compute
+    _pool_universe: PoolUniverse | None = None
+
+    def bind(self, queries: np.ndarray) -> Universe:
+        """The universe of one call's query rows (pass it to ``gammas``)."""
+        if self._pool_universe is None:
+            self._pool_universe = PoolUniverse(self.problem, self.compute)
+        return Universe(self._pool_universe, queries, self.compute)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_pool_universe"] = None  # rebuilt on the first bind where it lands
+        return state

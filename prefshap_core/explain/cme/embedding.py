@@ -40,7 +40,7 @@ from prefshap_core.explain.cme.base import (
     sparse_csr,
 )
 from prefshap_core.explain.cme.cache import FactorCache
-from prefshap_core.explain.cme.classes import CoalitionClasses, PoolUniverse, Universe
+from prefshap_core.explain.cme.classes import CoalitionClasses, PoolBinding, Universe
 from prefshap_core.kernels.rbf import scaled_gram as kernel
 
 
@@ -138,7 +138,7 @@ class _Prepared:
     system: CMESystem | None
 
 
-class CoalitionEmbedding:
+class CoalitionEmbedding(PoolBinding):
     """``Gamma_S(P, Q)`` for a fixed :class:`CMEProblem`; queries come with each call.
 
     With ``M = K_Sc(P, X)`` summed within the pool's S classes (``mixed_t``), the
@@ -176,22 +176,10 @@ class CoalitionEmbedding:
         self.stats = stats
         self.cache = cache
         self.ridge = problem.ridge
-        self._pool_universe: PoolUniverse | None = None
 
     @property
     def n_centres(self) -> int:
         return len(self.problem.centres)
-
-    def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
-        state["_pool_universe"] = None  # a per-process cache, rebuilt on first bind
-        return state
-
-    def bind(self, queries: np.ndarray) -> Universe:
-        """The universe of one call's query rows (pass it to :meth:`gammas`)."""
-        if self._pool_universe is None:
-            self._pool_universe = PoolUniverse(self.problem, self.compute)
-        return Universe(self._pool_universe, queries, self.compute)
 
     def gammas(
         self, masks: np.ndarray, universe: Universe

@@ -40,7 +40,7 @@ import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.explain.cme.base import CMEProblem, EngineStats, maybe_timed
-from prefshap_core.explain.cme.classes import CoalitionClasses, PoolUniverse, Universe
+from prefshap_core.explain.cme.classes import CoalitionClasses, PoolBinding, Universe
 from prefshap_core.explain.options import CORRECTIONS, NystromOptions
 from prefshap_core.explain.options import LANDMARK_RULES as LANDMARK_METHODS
 from prefshap_core.kernels.rbf import scaled_gram as kernel
@@ -192,7 +192,7 @@ class NystromReport:
         }
 
 
-class NystromEmbedding:
+class NystromEmbedding(PoolBinding):
     """``Gamma_S(P, Q)`` with a Nyström CME (see the module docstring).
 
     The same interface as :class:`embedding.CoalitionEmbedding` (``bind``, ``gammas``);
@@ -227,17 +227,6 @@ class NystromEmbedding:
         self.correction = correction
         self.seed = int(seed)
         self.report = NystromReport(self.n_landmarks, landmarks)
-        self._pool_universe: PoolUniverse | None = None
-
-    def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
-        state["_pool_universe"] = None  # a per-process cache, rebuilt on first bind
-        return state
-
-    def bind(self, queries: np.ndarray) -> Universe:
-        if self._pool_universe is None:
-            self._pool_universe = PoolUniverse(self.problem, self.compute)
-        return Universe(self._pool_universe, queries, self.compute)
 
     def gammas(
         self, masks: np.ndarray, universe: Universe
