@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from prefshap_core.explain.shapley.coalitions import CoalitionSet
+from prefshap_core.explain.shapley.sampled import ordered_sum
 
 
 def exact_shapley_matrix(n_players: int) -> np.ndarray:
@@ -66,8 +67,5 @@ class ExactShapley:
         phi: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """phi (D, p) from the partials of a partition, summed in order; zero errors."""
-        total = partials[0]
-        for part in partials[1:]:
-            total = total + part
-        phi = np.asarray(total).T
+        phi = ordered_sum(partials).T
         return phi, np.zeros_like(phi)

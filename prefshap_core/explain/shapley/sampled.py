@@ -417,7 +417,7 @@ class SampledShapley:
         self, partials: list[np.ndarray], v_empty: np.ndarray, v_full: np.ndarray
     ) -> np.ndarray:
         """phi (D, p) from the first pass's partials, summed in order."""
-        return self.solve(_ordered_sum(partials), v_empty, v_full)
+        return self.solve(ordered_sum(partials), v_empty, v_full)
 
     def finish(
         self,
@@ -428,10 +428,11 @@ class SampledShapley:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(phi, se) from the second pass's partials, summed in order."""
         assert phi is not None, "the second pass needs phi from solve_partials"
-        return self.finish_totals(_ordered_sum(partials), phi)
+        return self.finish_totals(ordered_sum(partials), phi)
 
 
-def _ordered_sum(parts: list[np.ndarray]) -> np.ndarray:
+def ordered_sum(parts: list[np.ndarray]) -> np.ndarray:
+    """The partials of a partition summed in their order (every executor alike)."""
     total = np.array(parts[0], dtype=np.float64)
     for part in parts[1:]:
         total = total + part
