@@ -26,7 +26,7 @@ import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
-from prefshap_core.explain.cme.backends import CMEBackend, Embedding
+from prefshap_core.explain.cme.backends import CMEBackend, Embedding, make_backend
 from prefshap_core.explain.cme.base import (
     CMEProblem,
     EngineStats,
@@ -35,6 +35,7 @@ from prefshap_core.explain.cme.base import (
     unique_rows,
 )
 from prefshap_core.explain.games.base import DuelBatch, OnBatch
+from prefshap_core.explain.options import CholeskyOptions
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import checkpoint
 
@@ -185,8 +186,6 @@ def item_coalition_values(
 
     The game alone, for tests and benchmarks that build their own Shapley estimates.
     """
-    from prefshap_core.explain.cme.backends import make_backend
-    from prefshap_core.explain.options import CholeskyOptions
 
     compute = compute or Compute()
     game = ItemGame(fn, compute, fn.cme_lambda)
