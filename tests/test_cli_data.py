@@ -89,3 +89,22 @@ def test_explain_lenient_skips_rows_it_cannot_explain(folder, tmp_path, capsys):
     assert pd.read_csv(out)["left"].tolist() == ["p1", "p3"]
     rejected = pd.read_csv(tmp_path / "shap.rejected.csv")
     assert rejected["row"].tolist() == [2] and rejected["column"].tolist() == ["left"]
+
+
+def test_explain_json_counts_skipped_rows_and_ties(folder, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    assert main(["train", "--data", str(folder), "--out", str(model), "--lenient", *FAST]) == 0
+    duels = pd.DataFrame(
+        {"left": ["p1", "zz", "p3", "p5"], "right": ["p2", "p2", "p4", "p6"],
+         "winner": ["draw", "p2", "p3", "Tie"]}
+    )  # fmt: skip
+    duels.to_csv(tmp_path / "q.csv", index=False)
+    out = tmp_path / "shap.csv"
+    capsys.readouterr()
+    args = ["explain", "--model", str(model), "--duels", str(tmp_path / "q.csv"),
+            "--out", str(out), "--lenient"]  # fmt: skip
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert summary["skipped"] == 1 and summary["ties"] == 2
+    table = pd.read_csv(out)
+    assert table["winner"].tolist() == ["draw", "p3", "Tie"]  # as given, ties left vs right

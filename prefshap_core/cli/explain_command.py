@@ -48,6 +48,7 @@ from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.csv_io import row_numbers
+from prefshap_core.data.duel_rows import TIE_WORDS
 from prefshap_core.data.encoding import EncodingSpec, encode_rows
 from prefshap_core.data.readers import read_any
 from prefshap_core.errors import DataValidationError
@@ -198,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
         "duels": len(out),
         "what": args.what,
         "skipped": skipped,
+        "ties": _tie_count(table, duels.winners),
         **summary,
         "seconds": time.perf_counter() - start,
         "out": str(args.out),
@@ -331,7 +333,7 @@ def _usable_rows(
         elif str(left) not in known or str(right) not in known:
             side = "left" if str(left) not in known else "right"
             reasons.append((side, "unknown item id (not among the model's item_ids)"))
-        elif winner is not None and winner not in ("left", "right", left, right):
+        elif winner is not None and not _is_outcome(winner, left, right):
             reasons.append(("winner", "the winner is neither the left nor the right item"))
         else:
             reasons.append(None)
@@ -375,6 +377,23 @@ def _ids(table: pd.DataFrame, fn: PreferenceFunction, side: str, file_name: str)
     return values.astype(str).to_numpy()
 
 
+def _is_tie(winner: str) -> bool:
+    return str(winner).strip().lower() in TIE_WORDS
+
+
+def _is_outcome(winner: str, left: str, right: str) -> bool:
+    return winner in ("left", "right", left, right) or _is_tie(winner)
+
+
+def _tie_count(table: pd.DataFrame, winners: np.ndarray | None) -> int:
+    """Duels whose winner cell says draw / tie (not an unknown outcome)."""
+    if winners is None:
+        return 0
+    cells = table["winner"].to_numpy()
+    pairs = zip(winners, cells, strict=True)
+    return int(sum(w == 0 and c is not None and _is_tie(c) for w, c in pairs))
+
+
 def _winners(
     table: pd.DataFrame, left: np.ndarray, right: np.ndarray, file_name: str
 ) -> np.ndarray | None:
@@ -388,10 +407,10 @@ def _winners(
             out[k] = 1
         elif value in ("right", right[k]):
             out[k] = -1
-        else:
+        elif not _is_tie(value):  # a tie stays 0: shown left vs right
             raise DataValidationError(
                 f"winner '{value}' is neither the left ('{left[k]}') nor the right "
-                f"('{right[k]}') item, nor 'left'/'right'",
+                f"('{right[k]}') item, nor 'left'/'right', nor 'draw'/'tie'",
                 file=file_name, row=int(row), column="winner",
             )  # fmt: skip
     return out
