@@ -41,8 +41,7 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
     # boundaries of runs of equal values
     starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
     ends = np.r_[starts[1:], len(x)]
-    for s, e in zip(starts, ends, strict=True):
-        ranks[order[s:e]] = 0.5 * (s + 1 + e)
+    ranks[order] = np.repeat(0.5 * (starts + 1 + ends), ends - starts)
     return ranks
 
 

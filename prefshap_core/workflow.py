@@ -45,6 +45,7 @@ class TrainSettings:
     lengthscale_scales: tuple[float, ...] | None = None  # the scales to search (else automatic)
     utility_weight: float | None = None  # GPM / C-GPM sum kernel weight (0: plain GPM)
     utility_weights: tuple[float, ...] | None = None  # the weights to search (else automatic)
+    refine_lengthscales: bool = True  # per-group lengthscale search (models.refine)
     context_lengthscales: tuple[float, ...] | None = None  # one per context column
     penalty: float | None = None
     loss: str = "logistic"
@@ -64,6 +65,7 @@ class TrainSettings:
             **grid,
             lengthscale_scales=self.lengthscale_scales,
             utility_weight=None if (kind or self.kind) == "upm" else self.utility_weight,
+            refine_lengthscales=self.refine_lengthscales,
             n_centres=self.n_centres,
             lengthscales=None if self.lengthscales is None else np.asarray(self.lengthscales),
             lengthscale_scale=self.lengthscale_scale,
@@ -138,6 +140,8 @@ class TrainingResult:
             "lengthscale_scale": meta.get("lengthscale_scale"),
             "penalty": meta.get("penalty"),
             "utility_weight": meta.get("utility_weight"),
+            "lengthscale_factors": meta.get("lengthscale_factors"),
+            "context_lengthscale_factors": meta.get("context_lengthscale_factors"),
             "n_centres": len(self.function.alpha),
             **({} if self.cv is None else {"cv": {k: self.cv[k] for k in _CV_KEYS}}),
             "summary": self.summary(),
@@ -265,9 +269,14 @@ def _train_within_budget(
         baseline_function = upm.function_
     cv = None
     if small:
+        # The chosen lengthscales themselves (refined groups included), as fixed ones.
+        context_ls = model.context_lengthscales_
         chosen_point = replace(
             settings,
-            lengthscale_scale=chosen.lengthscale_scale,
+            lengthscales=tuple(model.lengthscales_),
+            lengthscale_scale=None,
+            lengthscale_scales=None,
+            context_lengthscales=None if context_ls is None else tuple(context_ls),
             penalty=chosen.penalty,
             utility_weight=None if settings.kind == "upm" else chosen.utility_weight,
             baseline=False,

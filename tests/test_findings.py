@@ -31,7 +31,9 @@ def clusters_model():
 
 def test_synthetic_global_explanation(clusters_model):
     data, result = clusters_model
-    expl = explain_duels(result.function, data, result.split.test[:300]).oriented_to_winner()
+    # 1,000 duels: in 300 the three cluster pairs' counts differ by ~15 % (76 AC vs 66
+    # BC duels on seed 0), which alone moves the between-feature ratio past 1.25.
+    expl = explain_duels(result.function, data, result.split.test[:1000]).oriented_to_winner()
     importance = dict(zip(expl.player_names, expl.mean_abs(), strict=True))
     assert max(importance, key=importance.get) == "x0"
     between = [importance[name] for name in ("x_AB", "x_AC", "x_BC")]

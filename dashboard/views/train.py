@@ -107,6 +107,14 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
         lengthscales = _lengthscales_input(
             "Item lengthscales", loaded.data.item_space.feature_names, f"train:lengthscales:{fp}"
         )
+        refine = st.checkbox(
+            "Refine each feature group's lengthscales", value=True, key="train:refine",
+            persist_state=state.PERSIST,
+            help="After the grid search, double or halve one group's lengthscales at a time "
+            "while the validation loss falls (a deciding feature gets a short lengthscale, "
+            "noise a long one). Not done for fixed item lengthscales or small data "
+            "(K-fold selection).",
+        )  # fmt: skip
         context_lengthscales = context_cme_lambda = None
         if loaded.has_context and kind == "cgpm":
             assert loaded.data.context_space is not None
@@ -145,6 +153,7 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
         lengthscale_scales=lengthscale_scales,
         utility_weight=utility_weight,
         utility_weights=utility_weights,
+        refine_lengthscales=bool(refine),
         context_lengthscales=context_lengthscales,
         context_cme_lambda=context_cme_lambda,
         penalty=penalty,
@@ -275,6 +284,8 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
                 "lengthscale_scale": meta.get("lengthscale_scale"),
                 "penalty": meta.get("penalty"),
                 "utility_weight": meta.get("utility_weight"),
+                "lengthscale_factors": meta.get("lengthscale_factors"),
+                "context_lengthscale_factors": meta.get("context_lengthscale_factors"),
                 "n_centres": result.function.n_centres,
                 "seconds": result.seconds,
             }

@@ -61,6 +61,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="the utility weights to search (comma-separated, >= 0; default: 0,1,10,100,1000)",
     )
     parser.add_argument(
+        "--no-refine-lengthscales",
+        dest="refine_lengthscales",
+        action="store_false",
+        help="keep one lengthscale scale for every feature group (default: after the grid "
+        "search, each group's lengthscales are doubled or halved while the validation loss "
+        "falls; not done for fixed --lengthscales or K-fold selection)",
+    )
+    parser.add_argument(
         "--context-lengthscales",
         type=_floats,
         help="fix the context lengthscales (comma-separated, C-GPM)",
@@ -135,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         lengthscale_scales=args.lengthscale_scales,
         utility_weight=args.utility_weight,
         utility_weights=args.utility_weights,
+        refine_lengthscales=args.refine_lengthscales,
         context_lengthscales=args.context_lengthscales,
         context_cme_lambda=args.context_cme_lambda,
         penalty=args.penalty,

@@ -56,6 +56,7 @@ class PreferenceModel:
         cg_iterations: tuple[int, ...] = CG_ITERATIONS,
         utility_weight: float | None = None,
         utility_weights: tuple[float, ...] = UTILITY_WEIGHTS,
+        refine_lengthscales: bool = True,
         cme_lambda: float | None = None,
         context_cme_lambda: float | None = None,
         selection: str = "auto",
@@ -75,6 +76,7 @@ class PreferenceModel:
         self.cg_iterations = cg_iterations
         self.utility_weight = utility_weight
         self.utility_weights = utility_weights
+        self.refine_lengthscales = refine_lengthscales
         self.cme_lambda = cme_lambda
         self.context_cme_lambda = context_cme_lambda
         self.selection = selection
@@ -89,7 +91,7 @@ class PreferenceModel:
             for name in (
                 "n_centres", "loss", "lengthscales", "lengthscale_scale",
                 "lengthscale_scales", "context_lengthscales", "penalty", "penalty_path",
-                "cg_iterations", "utility_weight", "utility_weights",
+                "cg_iterations", "utility_weight", "utility_weights", "refine_lengthscales",
                 "cme_lambda", "context_cme_lambda", "selection", "backend", "seed",
                 "compute", "solver",
             )
@@ -156,8 +158,10 @@ class PreferenceModel:
             train = np.concatenate([train, validation])
             record, alpha = cross_validate(fitter, train, scales, penalties, search, weights)
         else:
-            record, alpha = select_on_holdout(
-                fitter, train, validation, scales, penalties, search, weights
+            # Lengthscales given by the user are meant as they are: not refined.
+            refine = self.refine_lengthscales and self.lengthscales is None
+            record, alpha, fitter = select_on_holdout(
+                fitter, train, validation, scales, penalties, search, weights, refine=refine
             )
         chosen = record.chosen
         assert chosen is not None
@@ -165,8 +169,11 @@ class PreferenceModel:
         centres = np.sort(rng.choice(len(train), min(self.n_centres, len(train)), replace=False))
 
         self.lengthscale_scale_ = chosen.lengthscale_scale
-        self.lengthscales_ = base_ls * chosen.lengthscale_scale
-        self.context_lengthscales_ = context_ls
+        # The fitter's lengthscales include the refined group factors (if any).
+        self.lengthscales_ = fitter.base_lengthscales * chosen.lengthscale_scale
+        self.context_lengthscales_ = fitter.context_lengthscales
+        self.lengthscale_factors_ = dict(record.item_group_factors)
+        self.context_lengthscale_factors_ = dict(record.context_group_factors)
         self.penalty_ = chosen.penalty
         self.utility_weight_ = chosen.utility_weight
         self.search_ = record
@@ -315,6 +322,8 @@ class PreferenceModel:
             "lengthscale_scale": self.lengthscale_scale_,
             "penalty": self.penalty_,
             "utility_weight": self.utility_weight_,
+            "lengthscale_factors": self.lengthscale_factors_,
+            "context_lengthscale_factors": self.context_lengthscale_factors_,
             "cme_lambda": self.cme_lambda_,
             "validation_log_loss": chosen.validation_log_loss,
             "validation_auc": chosen.validation_auc,

@@ -3,10 +3,11 @@
 Lengthscales start from the per-column median heuristic; one *lengthscale scale*
 multiplies all of them (an ARD product over d columns at their medians gives
 exp(-d/2), so the useful scale grows like the square root of the number of feature
-groups). The utility weight of the GPM's sum kernel is searched with it. The penalty
-is chosen along the solver's decreasing penalty path at no extra cost: each Newton
-step (or warm-started squared-loss fit) is scored on the validation duels. Every
-value can be fixed by the user instead.
+groups). The utility weight of the GPM's sum kernel is searched with it. Then each
+feature group's lengthscales are refined by a cheap coordinate search
+(``models.refine``). The penalty is chosen along the solver's decreasing penalty
+path at no extra cost: each Newton step (or warm-started squared-loss fit) is scored
+on the validation duels. Every value can be fixed by the user instead.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ class SearchPoint:
     validation_log_loss: float
     validation_auc: float
     seconds: float
-    stage: str = "full"  # "subsample": a cheap ranking of scales before the full fit
+    stage: str = "full"  # "subsample": a cheap ranking of scales before the full fit;
+    # "refine": a candidate of the group lengthscale search (models.refine)
     utility_weight: float = 0.0
+    note: str = ""  # refine: which group's lengthscales changed ("Speed x0.5")
 
 
 @dataclass
@@ -74,6 +77,9 @@ class SearchRecord:
     chosen: SearchPoint | None = None
     criterion: str = "validation_log_loss"
     selection: str = "holdout"  # or "<K>-fold cv"
+    # Multipliers of each group's lengthscales found by models.refine (empty: none run).
+    item_group_factors: dict[str, float] = field(default_factory=dict)
+    context_group_factors: dict[str, float] = field(default_factory=dict)
 
     def as_rows(self) -> list[dict[str, float | str]]:
         return [vars(p).copy() for p in self.points]

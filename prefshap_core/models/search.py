@@ -10,7 +10,9 @@ Both choose the best point unless a larger utility weight ties with it (``choose
 
 - ``select_on_holdout``: the validation split decides. On large data the scales and
   utility weights are first ranked on a seeded subsample with fewer centres (cheap);
-  only the winner is fitted at full size, where the penalty is chosen.
+  then (``refine``) each feature group's lengthscales are refined at the winner
+  (``models.refine``); only the result is fitted at full size, where the penalty is
+  chosen.
 - ``cross_validate``: K-fold on train + validation, scored on pooled out-of-fold g,
   for small data where a 10% validation split holds a handful of duels; then a refit
   on all of it at the chosen point.
@@ -42,6 +44,7 @@ from prefshap_core.models.hyperparameters import (
     SearchPoint,
     SearchRecord,
 )
+from prefshap_core.models.refine import REFINE_MIN_VALIDATION_DUELS, refine_group_lengthscales
 from prefshap_core.progress import Progress
 from prefshap_core.solvers import SolverOptions, fit_logistic, fit_squared
 
@@ -240,31 +243,80 @@ def select_on_holdout(
     penalties: list[float],
     progress: Progress,
     utility_weights: list[float] | None = None,
-) -> tuple[SearchRecord, torch.Tensor]:
-    """Choose on the validation split; returns the record and the chosen alpha."""
+    refine: bool = False,
+) -> tuple[SearchRecord, torch.Tensor, PathFitter]:
+    """Choose on the validation split; returns the record, the chosen alpha, the fitter.
+
+    With ``refine`` (and enough validation duels) the group lengthscales are refined
+    at the chosen scale and utility weight (``models.refine``) before the final fit;
+    the returned fitter holds the refined lengthscales.
+    """
     record = SearchRecord(criterion=fitter.criterion, selection="holdout")
     weights = [0.0] if fitter.kind == "upm" else list(utility_weights or [0.0])
-    if len(scales) * len(weights) > 1 and len(train) > SUBSAMPLE_TRAIN_DUELS:
-        rng = np.random.default_rng([fitter.seed, 2])
-        sub_train = np.sort(rng.choice(train, SUBSAMPLE_TRAIN_DUELS, replace=False))
-        n_val = min(len(validation), SUBSAMPLE_VALIDATION_DUELS)
-        sub_val = np.sort(rng.choice(validation, n_val, replace=False))
-        coarse = fitter.fit(
-            sub_train, sub_val, scales, penalties, progress.span(0.0, 0.3),
-            n_centres=min(fitter.n_centres, SUBSAMPLE_CENTRES), utility_weights=weights,
-        )  # fmt: skip
-        record.points.extend(replace(r.point, stage="subsample") for r in coarse)
-        y_sub = fitter.data.y[sub_val].astype(np.float64)
-        pick = choose(fitter, [r.point for r in coarse], [r.validation_g for r in coarse], y_sub)
-        best = coarse[pick].point
-        scales, weights = [best.lengthscale_scale], [best.utility_weight]
-        progress = progress.span(0.3, 1.0)
-    full = fitter.fit(train, validation, scales, penalties, progress, utility_weights=weights)
-    record.points.extend(r.point for r in full)
+    refine = refine and len(validation) >= REFINE_MIN_VALIDATION_DUELS
     y_val = fitter.data.y[validation].astype(np.float64)
-    best_full = full[choose(fitter, [r.point for r in full], [r.validation_g for r in full], y_val)]
+    done = 0.0  # progress fraction used by the stages before the final fit
+    full: list[PathResult] | None = None
+    if len(scales) * len(weights) > 1 and len(train) > SUBSAMPLE_TRAIN_DUELS:
+        # Large data: (scale, weight) ranked on a subsample, the winner fitted in full.
+        done = 0.3
+        best, coarse = _rank_on_subsample(
+            fitter, train, validation, scales, penalties, progress.span(0.0, done), weights
+        )
+        record.points.extend(replace(p, stage="subsample") for p in coarse)
+        scales, weights = [best.lengthscale_scale], [best.utility_weight]
+    elif refine:
+        # The grid at full size; its best point is the final model unless refined.
+        done = 0.4
+        full = fitter.fit(
+            train, validation, scales, penalties, progress.span(0.0, done), utility_weights=weights
+        )
+        record.points.extend(r.point for r in full)
+        best = full[_choose_result(fitter, full, y_val)].point
+        scales, weights = [best.lengthscale_scale], [best.utility_weight]
+    if refine:
+        factors, tried = refine_group_lengthscales(
+            fitter, train, validation, scales[0], weights[0], penalties,
+            progress.span(done, done + 0.25),
+        )  # fmt: skip
+        done += 0.25
+        record.points.extend(tried)
+        record.item_group_factors = factors.items
+        record.context_group_factors = factors.contexts
+        if not factors.is_identity():
+            context_space = fitter.data.context_space if fitter.kind == "cgpm" else None
+            items, contexts = factors.apply(
+                fitter.data.item_space, fitter.base_lengthscales, context_space,
+                fitter.context_lengthscales,
+            )  # fmt: skip
+            fitter = replace(fitter, base_lengthscales=items, context_lengthscales=contexts)
+            full = None
+    if full is None:
+        full = fitter.fit(
+            train, validation, scales, penalties, progress.span(done, 1.0), utility_weights=weights
+        )
+        record.points.extend(r.point for r in full)
+    best_full = full[_choose_result(fitter, full, y_val)]
     record.chosen = best_full.point
-    return record, best_full.alpha
+    return record, best_full.alpha, fitter
+
+
+def _choose_result(fitter: PathFitter, results: list[PathResult], y_val: np.ndarray) -> int:
+    return choose(fitter, [r.point for r in results], [r.validation_g for r in results], y_val)
+
+
+def _rank_on_subsample(fitter, train, validation, scales, penalties, progress, weights):
+    """The best (scale, weight) point of a fit on a seeded subsample with fewer centres."""
+    rng = np.random.default_rng([fitter.seed, 2])
+    sub_train = np.sort(rng.choice(train, SUBSAMPLE_TRAIN_DUELS, replace=False))
+    n_val = min(len(validation), SUBSAMPLE_VALIDATION_DUELS)
+    sub_val = np.sort(rng.choice(validation, n_val, replace=False))
+    coarse = fitter.fit(
+        sub_train, sub_val, scales, penalties, progress,
+        n_centres=min(fitter.n_centres, SUBSAMPLE_CENTRES), utility_weights=weights,
+    )  # fmt: skip
+    pick = _choose_result(fitter, coarse, fitter.data.y[sub_val].astype(np.float64))
+    return coarse[pick].point, [r.point for r in coarse]
 
 
 def choose(
