@@ -57,7 +57,7 @@ def _mean_sd(values: list[float]) -> str:
     if not values:
         return "-"
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.3f} +- {sd:.3f}"
+    return f"{statistics.mean(values):.4f} +- {sd:.4f}"
 
 
 def _changed_factors(meta: dict) -> str:
