@@ -64,6 +64,7 @@ def apply() -> None:
             return
         if loaded is None or wanted.key != loaded.key:
             state.add_dataset(wanted)
+            state.load_options()["missing_indicators"] = wanted.missing_indicators
         loaded = wanted
     if loaded is None:
         return

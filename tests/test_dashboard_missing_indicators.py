@@ -106,3 +106,6 @@ def test_a_deep_link_names_the_reading_and_opens_it() -> None:
     at = goto(at, "rankings")
     assert_clean(at)
     assert at.session_state["active_dataset"] == "builtin:demo:no-missing-indicators"
+    at = goto(at, "data")
+    assert_clean(at)
+    assert at.checkbox(key=CHECKBOX).value is False  # shows how the linked data was read
