@@ -39,9 +39,12 @@ def _find_dataset(name: str) -> state.LoadedData | None:
     known = state.datasets().get(key)
     if known is not None:
         return known
-    choice = next((c for c in sources.builtin_choices() if c.key == key and c.available), None)
+    choice_key, missing_indicators = sources.split_builtin_key(key)
+    choice = next(
+        (c for c in sources.builtin_choices() if c.key == choice_key and c.available), None
+    )
     if choice is not None:
-        return sources.load_builtin(choice)
+        return sources.load_builtin(choice, missing_indicators=missing_indicators)
     restore = getattr(sources, "restore_upload", None)  # uploads, where supported
     return restore(name) if restore is not None else None
 
@@ -61,6 +64,7 @@ def apply() -> None:
             return
         if loaded is None or wanted.key != loaded.key:
             state.add_dataset(wanted)
+            state.load_options()["missing_indicators"] = wanted.missing_indicators
         loaded = wanted
     if loaded is None:
         return

@@ -35,6 +35,8 @@ from prefshap_core.paths import repo_root
 DEMO_KEY = "builtin:demo"
 DEMO_ITEMS, DEMO_DUELS = 400, 3000
 SAMPLE_DIR = repo_root() / "sample_data"
+# A built-in read without missing indicators is another dataset: its key has this tail.
+NO_INDICATORS = ":no-missing-indicators"
 
 
 @dataclass(frozen=True)
@@ -80,21 +82,37 @@ def builtin_choices() -> list[BuiltinChoice]:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _builtin_data(name: str, demo: bool) -> DuelData:
+def _builtin_data(name: str, demo: bool, missing_indicators: bool) -> DuelData:
     if demo:
-        return synthetic_clusters(n_items=DEMO_ITEMS, n_duels=DEMO_DUELS, seed=0)
-    return load_dataset(name, seed=0)
+        return synthetic_clusters(
+            n_items=DEMO_ITEMS, n_duels=DEMO_DUELS, seed=0, missing_indicators=missing_indicators
+        )
+    return load_dataset(name, seed=0, missing_indicators=missing_indicators)
 
 
-def load_builtin(choice: BuiltinChoice) -> state.LoadedData:
+def builtin_key(choice_key: str, missing_indicators: bool) -> str:
+    """The dataset key of a built-in read with or without missing indicators."""
+    return choice_key if missing_indicators else choice_key + NO_INDICATORS
+
+
+def split_builtin_key(key: str) -> tuple[str, bool]:
+    """The choice's key and ``missing_indicators`` of a built-in dataset key."""
+    if key.endswith(NO_INDICATORS):
+        return key.removesuffix(NO_INDICATORS), False
+    return key, True
+
+
+def load_builtin(choice: BuiltinChoice, *, missing_indicators: bool = True) -> state.LoadedData:
     """Load (cached) and describe a built-in dataset; raises the engine's errors."""
-    data = _builtin_data(choice.name, choice.key == DEMO_KEY)
+    data = _builtin_data(choice.name, choice.key == DEMO_KEY, missing_indicators)
+    title = choice.title + ("" if missing_indicators else " (no missing indicators)")
     return state.LoadedData(
-        key=choice.key,
-        title=choice.title,
+        key=builtin_key(choice.key, missing_indicators),
+        title=title,
         data=data,
         fingerprint=_fingerprint(data),
         source="builtin",
+        missing_indicators=missing_indicators,
     )
 
 
@@ -105,7 +123,7 @@ def uploaded_csv(name: str, data: bytes, file_id: str) -> state.UploadedCsv:
 @st.cache_data(show_spinner=False, max_entries=16)
 def _uploaded_data(
     digests: tuple[str, ...], names: tuple[str, ...], lenient: bool, use_columns: tuple[str, ...],
-    _files: tuple[bytes, ...],
+    missing_indicators: bool, _files: tuple[bytes, ...],
 ) -> DuelData:  # fmt: skip
     # Keyed by the files' digests (hashed once, at upload), names and options, not
     # their bytes. The user's own file names go into every error (file, row, column).
@@ -120,14 +138,21 @@ def _uploaded_data(
         contexts_file=names[2] if len(names) > 2 else "contexts.csv",
         on_invalid="drop" if lenient else "error",
         use_columns=use_columns,
+        missing_indicators=missing_indicators,
     )
 
 
 def upload_key(
-    files: tuple[state.UploadedCsv, ...], lenient: bool, use_columns: tuple[str, ...]
+    files: tuple[state.UploadedCsv, ...],
+    lenient: bool,
+    use_columns: tuple[str, ...],
+    missing_indicators: bool = True,
 ) -> str:
+    options: list = [lenient, sorted(use_columns)]
+    if not missing_indicators:  # the default adds nothing: earlier keys stay valid
+        options.append("no-missing-indicators")
     digest = hashlib.sha256(
-        json.dumps([[f.digest, f.name] for f in files] + [lenient, sorted(use_columns)]).encode()
+        json.dumps([[f.digest, f.name] for f in files] + options).encode()
     ).hexdigest()
     return f"upload:{digest[:32]}"
 
@@ -139,17 +164,19 @@ def load_upload(
     *,
     lenient: bool = True,
     use_columns: tuple[str, ...] = (),
+    missing_indicators: bool = True,
     title: str | None = None,
 ) -> state.LoadedData:
     """Parse and validate an upload; raises DataValidationError naming file/row/column.
 
     ``lenient``: invalid duel rows are dropped and reported (the dashboard's
-    default); otherwise every problem is an error. ``title`` defaults to the next
+    default); otherwise every problem is an error. ``missing_indicators=False``: no
+    ``"<column> (missing)"`` columns (``build_duel_data``). ``title`` defaults to the next
     "Upload N: <files> · <digest>" of the session, so uploads are told apart.
     """
     files = (items, duels) + ((contexts,) if contexts is not None else ())
     use_columns = tuple(sorted(use_columns))
-    key = upload_key(files, lenient, use_columns)
+    key = upload_key(files, lenient, use_columns, missing_indicators)
     known = state.datasets().get(key)
     if known is not None:
         return known
@@ -157,7 +184,7 @@ def load_upload(
     with budget.reserve(need, "Reading this upload", budget.UPLOAD_REDUCE):
         data = _uploaded_data(
             tuple(f.digest for f in files), tuple(f.name for f in files), lenient, use_columns,
-            tuple(f.data for f in files),
+            missing_indicators, tuple(f.data for f in files),
         )  # fmt: skip
     names = " + ".join(f.name for f in files)
     if title is None:
@@ -172,6 +199,7 @@ def load_upload(
         uploaded=files,
         lenient=lenient,
         use_columns=use_columns,
+        missing_indicators=missing_indicators,
     )
 
 
@@ -203,6 +231,7 @@ def restore_from_url() -> bool:
     except Exception:  # a missing or damaged record: nothing to restore, never an error
         return False
     state.add_dataset(loaded)
+    state.load_options()["missing_indicators"] = loaded.missing_indicators  # its checkbox
     model = _restore_model(loaded, meta.get("settings"))
     if model is not None:
         state.set_model(model)
@@ -212,9 +241,12 @@ def restore_from_url() -> bool:
 
 
 def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
+    # Records written before the switch existed have no "missing_indicators": on.
+    missing_indicators = bool(meta.get("missing_indicators", True))
     if meta["source"] == "builtin":
-        choice = next(c for c in builtin_choices() if c.key == meta["key"])
-        return load_builtin(choice)
+        choice_key = split_builtin_key(meta["key"])[0]
+        choice = next(c for c in builtin_choices() if c.key == choice_key)
+        return load_builtin(choice, missing_indicators=missing_indicators)
     folder = _record_dir(token)
     files = []
     for k, name in enumerate(meta["files"]):
@@ -222,7 +254,7 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
         files.append(uploaded_csv(name, raw, file_id=f"restored:{token}:{k}"))
     return load_upload(
         *files, lenient=bool(meta["lenient"]), use_columns=tuple(meta["use_columns"]),
-        title=meta["title"],
+        missing_indicators=missing_indicators, title=meta["title"],
     )  # fmt: skip
 
 
@@ -247,7 +279,12 @@ def remember_session() -> None:
     if loaded is None or (loaded.key == DEMO_KEY and record["token"] is None):
         return
     model = state.model_for(loaded)
-    meta: dict = {"source": loaded.source, "key": loaded.key, "title": loaded.title}
+    meta: dict = {
+        "source": loaded.source,
+        "key": loaded.key,
+        "title": loaded.title,
+        "missing_indicators": loaded.missing_indicators,
+    }
     if loaded.source == "upload":
         meta.update(
             files=list(loaded.files), lenient=loaded.lenient, use_columns=list(loaded.use_columns)

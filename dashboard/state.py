@@ -37,7 +37,8 @@ _DEMO_READY = "demo_ready"  # bool: the first-screen demo was set up in this ses
 _UPLOAD_COUNT = "upload_count"  # int: uploads loaded so far (names "Upload 2: ...")
 _NOTICE = "data_notice"  # str | None: a message for the next run of the Data page
 _RESTORE = "restore"  # dict: {"token": str | None, "written": str | None} (reload restore)
-_LOAD_OPTIONS = "load_options"  # dict: {"lenient": bool, "use_columns": tuple[str, ...]}
+# dict: {"lenient": bool, "use_columns": tuple[str, ...], "missing_indicators": bool}
+_LOAD_OPTIONS = "load_options"
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +56,7 @@ class LoadedData:
     uploaded: tuple[UploadedCsv, ...] = ()  # the uploaded files themselves (reload restore)
     lenient: bool = True  # how an upload was read (invalid rows dropped, or an error)
     use_columns: tuple[str, ...] = ()  # id-like columns the user chose to use
+    missing_indicators: bool = True  # "<column> (missing)" columns for mostly-missing ones
 
     @property
     def has_context(self) -> bool:
@@ -102,7 +104,7 @@ def init() -> None:
     ss.setdefault(_UPLOAD_COUNT, 0)
     ss.setdefault(_NOTICE, None)
     ss.setdefault(_RESTORE, {"token": None, "written": None})
-    ss.setdefault(_LOAD_OPTIONS, {"lenient": True, "use_columns": ()})
+    ss.setdefault(_LOAD_OPTIONS, {"lenient": True, "use_columns": (), "missing_indicators": True})
 
 
 # -- datasets ----------------------------------------------------------------------
@@ -142,7 +144,8 @@ def next_upload_number() -> int:
 
 
 def load_options() -> dict:
-    """How uploads are read: ``lenient`` (drop invalid rows) and ``use_columns``."""
+    """How data is read: ``lenient`` (drop invalid rows), ``use_columns`` (uploads) and
+    ``missing_indicators`` (uploads and built-ins)."""
     return st.session_state[_LOAD_OPTIONS]
 
 

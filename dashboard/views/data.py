@@ -10,6 +10,7 @@ from dashboard.components.guard import run_guarded, show_error, without_paths
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
 from prefshap_core.data import UPLOAD_TYPES
+from prefshap_core.data.encoding import MISSING_INDICATOR_SHARE
 from prefshap_core.errors import PrefShapError
 from prefshap_core.workflow import LARGE_DUELS, expected_training_minutes
 
@@ -30,6 +31,14 @@ CSV (comma, semicolon or tab; decimal commas are recognised), `.xlsx` or `.parqu
 Columns that look like identifiers are not used unless you tick them below. Every
 problem is reported with its file, row and column.
 """
+MISSING_INDICATORS_LABEL = "Add 'is missing' indicator columns for mostly-missing covariates"
+MISSING_INDICATORS_HELP = (
+    f"On (the default): a covariate with at least {MISSING_INDICATOR_SHARE:.0%} of its "
+    "values missing gets a 0/1 "
+    "column '<column> (missing)' in its group, so that unknown items are not made "
+    "identical to the typical one. Off: its missing values are only filled (median or "
+    "most frequent category), like every other column's. Changing it reads the data again."
+)
 
 
 def _choose_builtin() -> None:
@@ -37,7 +46,8 @@ def _choose_builtin() -> None:
     usable = [c for c in choices if c.available]
     active = state.active()
     keys = [c.key for c in usable]
-    index = keys.index(active.key) if active is not None and active.key in keys else 0
+    active_choice = sources.split_builtin_key(active.key)[0] if active is not None else None
+    index = keys.index(active_choice) if active_choice in keys else 0
     choice = st.selectbox(
         "Dataset",
         usable,
@@ -50,19 +60,41 @@ def _choose_builtin() -> None:
         with st.expander(f"{len(missing)} dataset(s) not available here"):
             for c in missing:
                 st.markdown(f"- **{c.title}**: {c.reason}")
-    already = active is not None and active.key == choice.key
-    if st.button(
-        "In use" if already else "Use this dataset",
+    indicators, changed = _advanced_options()
+    key = sources.builtin_key(choice.key, indicators)
+    already = active is not None and active.key == key
+    other_setting = (
+        active is not None and sources.split_builtin_key(active.key)[0] == choice.key
+    ) and not already
+    label = "Reload with this setting" if other_setting else "Use this dataset"
+    clicked = st.button(
+        "In use" if already else label,
         type="primary",
         disabled=already,
         key="data:load",
-    ):
-        loaded = state.datasets().get(choice.key)
+    )
+    # Ticking the checkbox reads the dataset in use again at once.
+    if clicked or (changed and other_setting):
+        loaded = state.datasets().get(key)
         if loaded is None:
             with st.spinner(f"Loading {choice.title}…"):
-                loaded = sources.load_builtin(choice)
+                loaded = sources.load_builtin(choice, missing_indicators=indicators)
         state.add_dataset(loaded)
         st.rerun()
+
+
+def _advanced_options() -> tuple[bool, bool]:
+    """The reading options of built-ins and uploads: (missing_indicators, just changed)."""
+    options = state.load_options()
+    before = bool(options["missing_indicators"])
+    with st.expander("Advanced reading options"):
+        options["missing_indicators"] = st.checkbox(
+            MISSING_INDICATORS_LABEL,
+            value=before,
+            help=MISSING_INDICATORS_HELP,
+            key="data:missing-indicators",
+        )
+    return bool(options["missing_indicators"]), bool(options["missing_indicators"]) != before
 
 
 def _upload() -> None:
@@ -107,6 +139,7 @@ def _upload() -> None:
         value=options["lenient"],
         key="data:lenient",
     )
+    indicators, changed = _advanced_options()
     if "items" not in uploads or "duels" not in uploads:
         waiting = [n for n in ("items", "duels") if n not in uploads]
         st.info(f"Upload {' and '.join(f'{n}.csv' for n in waiting)} to continue.")
@@ -117,7 +150,10 @@ def _upload() -> None:
     names = " + ".join(md(f.name) for f in files)
     try:
         loaded = sources.load_upload(
-            *files, lenient=options["lenient"], use_columns=tuple(options["use_columns"])
+            *files,
+            lenient=options["lenient"],
+            use_columns=tuple(options["use_columns"]),
+            missing_indicators=indicators,
         )
     except PrefShapError as exc:
         message = md(without_paths(str(exc)))
@@ -130,6 +166,9 @@ def _upload() -> None:
             # that the sidebar, drawn before this page, shows them too.
             state.add_dataset(loaded)
             state.set_notice(f"Loaded {names}: it is now the active dataset.")
+            st.rerun()
+        elif changed:  # the same files read the other way: use them at once
+            state.add_dataset(loaded)
             st.rerun()
         elif active is None or active.key != loaded.key:
             if st.button(f"Use {names}", type="primary", key="data:use-upload"):
@@ -172,7 +211,10 @@ def _ignored_columns(loaded: state.LoadedData) -> None:
         state.load_options()["use_columns"] = tuple(chosen)
         try:
             again = sources.load_upload(
-                *loaded.uploaded, lenient=loaded.lenient, use_columns=tuple(chosen)
+                *loaded.uploaded,
+                lenient=loaded.lenient,
+                use_columns=tuple(chosen),
+                missing_indicators=loaded.missing_indicators,
             )
         except PrefShapError as exc:
             st.error(str(exc), icon=":material/error:")

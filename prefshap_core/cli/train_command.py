@@ -11,6 +11,7 @@ from pathlib import Path
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.data.build import load_directory
+from prefshap_core.data.encoding import MISSING_INDICATOR_SHARE
 from prefshap_core.datasets.registry import DATASET_NAMES, load_dataset
 from prefshap_core.models.model_file import save_model
 from prefshap_core.workflow import (
@@ -108,6 +109,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="use this id-like column as a covariate anyway (repeatable)",
     )
     parser.add_argument(
+        "--no-missing-indicators",
+        dest="missing_indicators",
+        action="store_false",
+        help=f"no '<column> (missing)' indicator columns: a column with >= "
+        f"{MISSING_INDICATOR_SHARE:.0%}% of its values missing is only filled (median / most "
+        "frequent category), like the others",
+    )
+    parser.add_argument(
         "--decimal",
         choices=("auto", ".", ","),
         default="auto",
@@ -126,9 +135,15 @@ def run(args: argparse.Namespace) -> int:
             on_invalid="drop" if args.lenient else "error",
             use_columns=tuple(args.use_column),
             decimal=args.decimal,
+            missing_indicators=args.missing_indicators,
         )
     else:
-        data = load_dataset(args.data, seed=args.seed, data_dir=args.data_dir)
+        data = load_dataset(
+            args.data,
+            seed=args.seed,
+            data_dir=args.data_dir,
+            missing_indicators=args.missing_indicators,
+        )
     load_seconds = time.perf_counter() - start
     if args.lenient:
         target = args.rejected_out or _beside(args.out, ".rejected.csv")

@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from prefshap_core.data.build_notes import build_notes, more_notes
 from prefshap_core.data.context_table import ContextJoin, join_contexts
 from prefshap_core.data.csv_io import SOURCE_ROW, row_numbers, text_cells
 from prefshap_core.data.duel_data import DataReport, DuelData
@@ -32,7 +33,12 @@ from prefshap_core.data.duel_rows import (
     rejected_rows,
     validate_duel_rows,
 )
-from prefshap_core.data.encoding import EncodedTable, EncodingSpec, encode_table, row_labels
+from prefshap_core.data.encoding import (
+    MISSING_INDICATOR_SHARE,
+    EncodedTable,
+    encode_table,
+    row_labels,
+)
 from prefshap_core.data.id_columns import IgnoredColumn, split_id_like
 from prefshap_core.data.readers import read_any
 from prefshap_core.data.reserved_names import check_dataset_names
@@ -64,6 +70,7 @@ def build_duel_data(
     contexts: pd.DataFrame | None = None,
     contexts_file: str = CONTEXTS_FILE,
     use_columns: Iterable[str] = (),
+    missing_indicators: bool = True,
 ) -> DuelData:
     """Validate and encode the tables; randomise each duel's orientation (seeded).
 
@@ -79,6 +86,8 @@ def build_duel_data(
     With ``on_invalid="drop"`` invalid duel rows are dropped and reported in
     ``report.rejected``; with ``"error"`` every kind of problem is raised at once
     (:class:`DataProblems`). Rows without an outcome are skipped either way.
+    ``missing_indicators=False``: no ``"<column> (missing)"`` columns; mostly-missing
+    columns are only filled like the others (median / most frequent category).
     """
     if on_invalid not in ("error", "drop"):
         raise ValueError(f"on_invalid must be 'error' or 'drop', got {on_invalid!r}")
@@ -86,6 +95,7 @@ def build_duel_data(
     numeric, categorical = set(numeric), set(categorical)
     multi = dict(multi_categorical or {})
     declared = numeric | categorical | {c for s in multi.values() for c in s} | set(use_columns)
+    indicator_share = MISSING_INDICATOR_SHARE if missing_indicators else None
     item_ids, labels, covariates, label = _item_ids_and_labels(
         items, id_column, label_column, items_file
     )
@@ -129,6 +139,7 @@ def build_duel_data(
         categorical=categorical & set(item_columns),
         multi_categorical={g: s for g, s in multi.items() if set(s) <= set(item_columns)},
         max_categories=max_categories,
+        missing_indicator_share=indicator_share,
     )
 
     rows = row_numbers(duels)
@@ -172,6 +183,7 @@ def build_duel_data(
             categorical=categorical & set(all_contexts),
             multi_categorical={g: s for g, s in multi.items() if set(s) <= set(all_contexts)},
             max_categories=max_categories,
+            missing_indicator_share=indicator_share,
         )
         raw_context = table
     unique_contexts, context_index, context_labels = _unique_contexts(encoded_context)
@@ -202,8 +214,8 @@ def build_duel_data(
         dropped_duels=int(bad.sum()) - n_skipped,
         dropped_reasons=tuple(describe_problem(p, rows) for p in problems),
         orientation_flipped=int(flip.sum()),
-        notes=_notes(encoded_items, encoded_context, label, len(keep), int(flip.sum()), seed)
-        + _more_notes(n_ties, n_skipped, ignored, join),
+        notes=build_notes(encoded_items, encoded_context, label, len(keep), int(flip.sum()), seed)
+        + more_notes(n_ties, n_skipped, ignored, join, missing_indicators),
         skipped_duels=n_skipped,
         ties=n_ties,
         ignored_columns=tuple(ignored),
@@ -243,7 +255,8 @@ def load_directory(path: str | Path, *, decimal: str = "auto", **options: object
     """Read items, duels and, if present, contexts from a folder (the upload format).
 
     Each table is ``<name>.csv`` (or ``.tsv``, ``.txt``, ``.xlsx``, ``.parquet``).
-    ``options`` go to :func:`build_duel_data` (``name`` defaults to the folder name);
+    ``options`` go to :func:`build_duel_data` (``name`` defaults to the folder name;
+    e.g. ``missing_indicators=False``);
     ``decimal`` to the CSV reader (``"auto"``, ``"."`` or ``","``).
     """
     folder = Path(path)
@@ -277,26 +290,6 @@ def _not_yet_flagged(hits: np.ndarray, problems: list, skipped: np.ndarray) -> n
     for problem in problems:
         flagged[problem.rows] = True
     return hits[~flagged[hits]]
-
-
-def _more_notes(
-    n_ties: int, n_skipped: int, ignored: list[IgnoredColumn], join: ContextJoin | None
-) -> tuple[str, ...]:
-    notes = []
-    if n_ties:
-        notes.append(
-            f"{n_ties} ties: each counts as half a win for each side in the fit; ROC AUC "
-            "and accuracy leave them out"
-        )
-    if n_skipped:
-        notes.append(f"{n_skipped} rows have no outcome and were skipped")
-    if join is not None:
-        notes.append(
-            f"context covariates joined from the contexts table on '{join.key}': "
-            + ", ".join(join.columns)
-        )
-    notes.extend(i.describe() for i in ignored)
-    return tuple(notes)
 
 
 # -- items ---------------------------------------------------------------------
@@ -391,7 +384,7 @@ def _check_declared(
         )
 
 
-# -- contexts and notes --------------------------------------------------------
+# -- contexts ------------------------------------------------------------------
 def _unique_contexts(
     encoded: EncodedTable | None,
 ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
@@ -401,30 +394,3 @@ def _unique_contexts(
     unique, first, index = np.unique(encoded.model, axis=0, return_index=True, return_inverse=True)
     labels = row_labels(encoded.raw[first], encoded.spec)
     return unique, index.reshape(-1).astype(np.int64), labels
-
-
-def _notes(
-    items: EncodedTable,
-    context: EncodedTable | None,
-    label: str | None,
-    n_duels: int,
-    n_flipped: int,
-    seed: int,
-) -> tuple[str, ...]:
-    notes = [f"items: {len(items.model)}; display label column: {label or '(the id)'}"]
-    notes.append(_kinds("item covariates", items.spec))
-    if context is not None:
-        notes.append(_kinds("context columns", context.spec))
-    notes.append(
-        f"orientation randomised (seed {seed}): {n_flipped} of {n_duels} duels had "
-        "left and right swapped (and y negated)"
-    )
-    return tuple(notes)
-
-
-def _kinds(title: str, spec: EncodingSpec) -> str:
-    parts = [
-        g.name if g.kind == "numeric" else f"{g.name} ({g.kind}, {len(g.categories)} categories)"
-        for g in spec.groups
-    ]
-    return f"{title}: " + ", ".join(parts)

@@ -57,7 +57,9 @@ def dataset_folder(name: str, root: str | Path | None = None) -> Path:
     return folder
 
 
-def chameleons(*, seed: int = 0, data_dir: str | Path | None = None) -> DuelData:
+def chameleons(
+    *, seed: int = 0, data_dir: str | Path | None = None, missing_indicators: bool = True
+) -> DuelData:
     """106 contests between 35 male dwarf chameleons; 7 numeric traits (Stuart-Fox 2006)."""
     folder = dataset_folder("chameleons", data_dir)
     items = read_table(folder / "predictors.csv", file_name="chameleons/predictors.csv")
@@ -73,12 +75,15 @@ def chameleons(*, seed: int = 0, data_dir: str | Path | None = None) -> DuelData
         context_columns=[],
         seed=seed,
         on_invalid="drop",
+        missing_indicators=missing_indicators,
         items_file="chameleons/predictors.csv",
         duels_file="chameleons/contests.csv",
     )
 
 
-def pokemon(*, seed: int = 0, data_dir: str | Path | None = None) -> DuelData:
+def pokemon(
+    *, seed: int = 0, data_dir: str | Path | None = None, missing_indicators: bool = True
+) -> DuelData:
     """50,000 battles among 800 Pokémon: six stats, Legendary (0/1), "Type" multi-hot."""
     folder = dataset_folder("pokemon", data_dir)
     table = read_table(folder / "pokemon.csv", file_name="pokemon/pokemon.csv")
@@ -101,12 +106,15 @@ def pokemon(*, seed: int = 0, data_dir: str | Path | None = None) -> DuelData:
         context_columns=[],
         seed=seed,
         on_invalid="drop",
+        missing_indicators=missing_indicators,
         items_file="pokemon/pokemon.csv",
         duels_file="pokemon/combats.csv",
     )
 
 
-def tennis(*, seed: int = 0, data_dir: str | Path | None = None) -> DuelData:
+def tennis(
+    *, seed: int = 0, data_dir: str | Path | None = None, missing_indicators: bool = True
+) -> DuelData:
     """ATP singles matches 1991-2017 (C-GPM): player covariates, court context.
 
     Items are the players who appear in a match with two known players: birth
@@ -147,6 +155,7 @@ def tennis(*, seed: int = 0, data_dir: str | Path | None = None) -> DuelData:
         context_columns=TENNIS_CONTEXT,
         seed=seed,
         on_invalid="drop",
+        missing_indicators=missing_indicators,
         items_file=overviews_file,
         duels_file="tennis/matches_1991_2017.csv",
     )

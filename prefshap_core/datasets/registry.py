@@ -65,7 +65,8 @@ def load_dataset(
     """A named dataset (see :data:`DATASET_NAMES`) or a folder with items.csv and duels.csv.
 
     ``seed`` drives generation and the orientation coin; ``kwargs`` go to the
-    generator (e.g. ``n_items``) or to ``build_duel_data`` for a folder.
+    generator (e.g. ``n_items``) or to ``build_duel_data`` for a folder; every
+    loader takes ``missing_indicators`` (``build_duel_data``'s switch).
     """
     entry = _DATASETS.get(str(name_or_dir))
     if entry is not None:

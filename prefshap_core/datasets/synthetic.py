@@ -34,7 +34,9 @@ class GPMTruth:
     alpha: np.ndarray
 
 
-def synthetic_clusters(n_items: int = 1000, n_duels: int = 40000, seed: int = 0) -> DuelData:
+def synthetic_clusters(
+    n_items: int = 1000, n_duels: int = 40000, seed: int = 0, missing_indicators: bool = True
+) -> DuelData:
     """The clusters game of the paper's Sec. 4 (the paper, Sec. 4; docs/method.md).
 
     Items: ``[x0, x_AB, x_AC, x_BC] ~ N(0, I_4)`` and a cluster uniform in {A, B, C}
@@ -57,6 +59,7 @@ def synthetic_clusters(n_items: int = 1000, n_duels: int = 40000, seed: int = 0)
         numeric=[*CLUSTER_FEATURES, *indicators],
         context_columns=[],
         seed=seed,
+        missing_indicators=missing_indicators,
         items_file="synthetic items",
         duels_file="synthetic duels",
     )
@@ -93,6 +96,7 @@ def gpm_generated(
     n_relevant: int = 2,
     seed: int = 0,
     logit_scale: float = 3.0,
+    missing_indicators: bool = True,
 ) -> DuelData:
     """Duels drawn from a random GPM on the first ``n_relevant`` features (paper App. B).
 
@@ -110,6 +114,7 @@ def gpm_generated(
         numeric=[c for c in items.columns if c != "id"],
         context_columns=[],
         seed=seed,
+        missing_indicators=missing_indicators,
         items_file="gpm items",
         duels_file="gpm duels",
     )
