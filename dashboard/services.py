@@ -27,6 +27,7 @@ from dashboard.jobs import ABANDON_AFTER_S, Job
 from prefshap_core import workflow
 from prefshap_core.analysis.explorer import DatasetIntransitivity, dataset_intransitivity
 from prefshap_core.analysis.rankings import Rankings, rankings
+from prefshap_core.analysis.utility_split import duel_parts, has_utility_split
 from prefshap_core.cache import DiskCache, cache_dir, explanation_key
 from prefshap_core.errors import PrefShapError
 from prefshap_core.explain import Explainer, ExplainOptions
@@ -36,6 +37,7 @@ from prefshap_core.explain.interaction_explanation import (
     InteractionExplanation,
     explain_interactions,
 )
+from prefshap_core.models.decision_parts import DecisionParts
 from prefshap_core.progress import Progress, with_deadline
 
 # The demo preparation gives up after this long (a planted or damaged cache entry, a
@@ -575,3 +577,24 @@ def model_rankings(loaded: state.LoadedData, model: state.TrainedModel) -> Ranki
     """The Rankings page's table, computed once per model and process (the UPM
     baseline's f(x) as its score when one was fitted, else Bradley-Terry)."""
     return _rankings(loaded.fingerprint, model.settings_fp, model.result, loaded.data)
+
+
+# -- utility and intransitive parts of g ----------------------------------------------------
+def has_parts(model: state.TrainedModel) -> bool:
+    """Whether the model's g has a utility and an intransitive part (GPM / C-GPM, w > 0)."""
+    return has_utility_split(model.result.function)
+
+
+def decision_parts(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    duels: np.ndarray,
+    *,
+    averaged: bool = False,
+    swapped: bool = False,
+) -> DecisionParts:
+    """g's utility and intransitive parts on ``duels``, left vs right (``swapped``: right
+    vs left); a C-GPM under each duel's context, or context-averaged (``averaged``,
+    what its item explanations explain). Milliseconds for a page's duels."""
+    parts = duel_parts(model.result.function, loaded.data, duels, averaged=averaged)
+    return parts.swapped() if swapped else parts

@@ -14,6 +14,7 @@ from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
+from dashboard.components.utility_split import duel_caption
 from prefshap_core import workflow
 from prefshap_core.analysis.head_to_head import meetings
 from prefshap_core.explain.explanation import Explanation
@@ -171,6 +172,9 @@ def render() -> None:
     c[0].metric(f"P({md(labels[seen_from])} wins)", percent(sigmoid(g)))
     c[1].metric(f"P({md(labels[other])} wins)", percent(1 - sigmoid(g)))
     c[2].metric("Preference g", f"{g:+.3f}", help="Positive favours the side it is seen from.")
+    duel_caption(
+        loaded, model, duel, (labels[seen_from], labels[other]), swapped=seen_from != ids[0]
+    )
     if ctx_view is not None:
         g_bar = float(items_view.outputs[0])
         st.caption(

@@ -27,6 +27,7 @@ from dashboard.components.export import figure_exports, file_stem, provenance, t
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
+from dashboard.components.utility_split import selection_caption
 from prefshap_core import workflow
 from prefshap_core.analysis.sides import (
     ItemCondition,
@@ -241,6 +242,8 @@ def render() -> None:
         with tab:
             req = services.request(loaded, model, subset.duels, what, cap=subset.cap)
             sample_note(req)
+            # The g this tab explains: a C-GPM's item tab explains the context average.
+            selection_caption(loaded, model, req.duels, averaged=what == "items")
             expl = fetch(loaded, model, req, page="explain")
             if expl is None:
                 continue

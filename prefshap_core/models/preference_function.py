@@ -10,6 +10,8 @@ reader produces one from any file that follows the contract; the explainer takes
     C-GPM g(u, x_l, x_r) = sum_j alpha_j k_U(cu_j, u) ( ...as GPM... )
 
 with the utility weight ``w >= 0`` (0: the plain GPM; ignored by a UPM).
+By linearity g = utility part + intransitive part (the ``w`` bracket and the GPM
+bracket): :meth:`PreferenceFunction.decision_parts` returns both.
 
 With no context given, a C-GPM is evaluated as the context-averaged model
 ``g_bar = E_U[g(U, ., .)]`` over the observed contexts (``contexts`` weighted by
@@ -31,6 +33,7 @@ import torch
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.kernels.rbf import rbf_gram
+from prefshap_core.models.decision_parts import DecisionParts
 
 KINDS = ("gpm", "upm", "cgpm")
 
@@ -116,17 +119,7 @@ class PreferenceFunction:
         compute: Compute | None = None,
     ) -> np.ndarray:
         """g for model-space rows (q, d); C-GPM without ``u``: context-averaged."""
-        x_left, x_right = np.atleast_2d(x_left), np.atleast_2d(x_right)
-        q = len(x_left)
-        pool, inverse = np.unique(np.vstack([x_left, x_right]), axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        ctx_pool = ctx_index = None
-        if u is not None and self.kind == "cgpm":
-            ctx_pool, ctx_index = np.unique(np.atleast_2d(u), axis=0, return_inverse=True)
-            ctx_index = ctx_index.reshape(-1)
-        return self.decision_on_pool(
-            pool, inverse[:q], inverse[q:], ctx_pool, ctx_index, compute=compute
-        )
+        return self.decision_on_pool(*self._pooled(x_left, x_right, u), compute=compute)
 
     def decision_on_pool(
         self,
@@ -139,7 +132,83 @@ class PreferenceFunction:
         chunk: int = 8192,
     ) -> np.ndarray:
         """g for duels given as rows ``left``/``right`` of ``pool`` (and of ``context_pool``)."""
+        terms = (0.0, 1.0) if self.kind == "upm" else (1.0, self.utility_weight)
+        duels = (pool, left, right, context_pool, context_index)
+        return self._bracket_sum(*duels, compute or Compute(), chunk, terms)
+
+    def decision_parts(
+        self,
+        x_left: np.ndarray,
+        x_right: np.ndarray,
+        u: np.ndarray | None = None,
+        compute: Compute | None = None,
+    ) -> DecisionParts:
+        """g split into its utility and intransitive parts; the call form of :meth:`decision`."""
+        return self.decision_parts_on_pool(*self._pooled(x_left, x_right, u), compute=compute)
+
+    def decision_parts_on_pool(
+        self,
+        pool: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        context_pool: np.ndarray | None = None,
+        context_index: np.ndarray | None = None,
+        compute: Compute | None = None,
+        chunk: int = 8192,
+    ) -> DecisionParts:
+        """g = utility + intransitive, the call form of :meth:`decision_on_pool`.
+
+        The sum kernel's two brackets, each evaluated alone (g is linear in them):
+        the utility part ``w sum_j alpha_j (k_U) [k(cl_j,x_l) + k(cr_j,x_r) -
+        k(cl_j,x_r) - k(cr_j,x_l)]`` is a difference ``f(x_l) - f(x_r)`` (for a C-GPM
+        with context, of a context-dependent f), so transitive; the rest is the
+        GPM bracket's. A UPM is all utility; a GPM with ``w = 0`` has none (both
+        returned as exact zeros, the other part as :meth:`decision_on_pool`).
+        """
         compute = compute or Compute()
+        duels = (pool, left, right, context_pool, context_index)
+        if self.kind == "upm" or self.utility_weight == 0:
+            g = self.decision_on_pool(*duels, compute=compute, chunk=chunk)
+            zero = np.zeros_like(g)
+            return DecisionParts(g, zero) if self.kind == "upm" else DecisionParts(zero, g)
+        utility = self._bracket_sum(*duels, compute, chunk, (0.0, self.utility_weight))
+        intransitive = self._bracket_sum(*duels, compute, chunk, (1.0, 0.0))
+        return DecisionParts(utility, intransitive)
+
+    def _pooled(
+        self, x_left: np.ndarray, x_right: np.ndarray, u: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Rows as duels on a pool: (pool, left, right, context_pool, context_index)."""
+        x_left, x_right = np.atleast_2d(x_left), np.atleast_2d(x_right)
+        q = len(x_left)
+        pool, inverse = np.unique(np.vstack([x_left, x_right]), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        ctx_pool, ctx_index = self._context_rows(u)
+        return pool, inverse[:q], inverse[q:], ctx_pool, ctx_index
+
+    def _context_rows(self, u: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+        if u is None or self.kind != "cgpm":
+            return None, None
+        ctx_pool, ctx_index = np.unique(np.atleast_2d(u), axis=0, return_inverse=True)
+        return ctx_pool, ctx_index.reshape(-1)
+
+    def _bracket_sum(
+        self,
+        pool: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        context_pool: np.ndarray | None,
+        context_index: np.ndarray | None,
+        compute: Compute,
+        chunk: int,
+        terms: tuple[float, float],
+    ) -> np.ndarray:
+        """sum_j alpha_j (k_U) [gpm_weight * GPM bracket + utility_weight * utility bracket].
+
+        ``terms = (gpm_weight, utility_weight)``: (1, w) is g, (0, 1) a UPM's g, and
+        (1, 0) / (0, w) the two parts of a sum kernel's g.
+        """
+        gpm_weight, utility_weight = terms
         left = np.asarray(left, dtype=np.int64)
         right = np.asarray(right, dtype=np.int64)
         with_context = self.kind == "cgpm" and context_pool is not None
@@ -165,18 +234,24 @@ class PreferenceFunction:
 
         values = torch.empty(len(keys), dtype=compute.torch_dtype, device=compute.torch_device)
         keys_t = compute.index(keys)
-        if self.kind == "upm":
+        if gpm_weight == 0 and not with_context:
             f = alpha @ (k_left - k_right)  # utility of every pool row
             values = f[keys_t[:, 0]] - f[keys_t[:, 1]]
+            if utility_weight != 1:
+                values = utility_weight * values
         else:
             # The utility bracket of the sum kernel: diff[:, a] - diff[:, b].
-            diff = k_left - k_right if self.utility_weight != 0 else None
+            diff = k_left - k_right if utility_weight != 0 else None
             for start in range(0, len(keys), chunk):
                 kk = keys_t[start : start + chunk]
                 ia, ib = kk[:, 0], kk[:, 1]
-                pair = k_left[:, ia] * k_right[:, ib] - k_left[:, ib] * k_right[:, ia]
-                if diff is not None:
-                    pair = pair + self.utility_weight * (diff[:, ia] - diff[:, ib])
+                if gpm_weight == 0:
+                    assert diff is not None
+                    pair = utility_weight * (diff[:, ia] - diff[:, ib])
+                else:
+                    pair = k_left[:, ia] * k_right[:, ib] - k_left[:, ib] * k_right[:, ia]
+                    if diff is not None:
+                        pair = pair + utility_weight * (diff[:, ia] - diff[:, ib])
                 w = alpha[:, None] * ku[:, kk[:, 2]] if with_context else alpha[:, None]
                 values[start : start + chunk] = (w * pair).sum(0)
         g = values.cpu().numpy().astype(np.float64)[inverse] * sign
@@ -223,8 +298,5 @@ class PreferenceFunction:
             right = np.array([index[str(i)] for i in right_ids], dtype=np.int64)
         except KeyError as err:
             raise KeyError(f"item id {err.args[0]!r} is not in the model's items") from None
-        ctx_pool = ctx_index = None
-        if u is not None and self.kind == "cgpm":
-            ctx_pool, ctx_index = np.unique(np.atleast_2d(u), axis=0, return_inverse=True)
-            ctx_index = ctx_index.reshape(-1)
+        ctx_pool, ctx_index = self._context_rows(u)
         return self.decision_on_pool(self.items, left, right, ctx_pool, ctx_index, compute)
