@@ -7,6 +7,8 @@ stationarity of the Bradley-Terry likelihood, a loop over duels.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -39,9 +41,12 @@ def _sigmoid(g: float) -> float:
     return 1.0 / (1.0 + np.exp(-g))
 
 
+@pytest.mark.parametrize("utility_weight", [0.0, 2.5])
 @pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
-def test_preference_matrix_matches_the_model_pair_by_pair(kind: str) -> None:
+def test_preference_matrix_matches_the_model_pair_by_pair(kind: str, utility_weight) -> None:
     fn = random_preference_function(kind, n_items=9, n_centres=11, seed=3)
+    if kind != "upm":  # the sum kernel k_E + c k_UPM
+        fn = replace(fn, utility_weight=utility_weight)
     rows, opponents = np.arange(9), np.array([0, 4, 8, 2])
     g = preference_matrix(fn, fn.items[rows], fn.items[opponents])
     i, j = np.meshgrid(rows, opponents, indexing="ij")

@@ -6,7 +6,8 @@ For a GPM the preference of every item ``i`` against every opponent ``j`` is
             = (KL_I^T W KR_J - (KL_J^T W KR_I)^T)_ij
 
 two matrix products instead of one kernel evaluation per pair; for a UPM
-``g(i, j) = f(x_i) - f(x_j)`` with ``f = w^T (KL - KR)``. The weights ``w`` are the
+``g(i, j) = f(x_i) - f(x_j)`` with ``f = w^T (KL - KR)``, which a GPM / C-GPM with
+utility weight ``c > 0`` adds ``c`` times (the sum kernel ``k_E + c k_UPM``). The weights ``w`` are the
 model's ``alpha`` times the context kernel averaged over chosen contexts (a C-GPM),
 so one product gives the model under one context, a context slice or the whole
 observed context mix (which is the model's own g_bar). Tested against
@@ -80,10 +81,13 @@ def preference_matrices(
     out = []
     for weights in context_weight_sets:
         w = context_alpha(fn, weights, compute)
+        utility_part = (w @ (kl_i - kr_i))[:, None] - (w @ (kl_j - kr_j))[None, :]
         if fn.kind == "upm":
-            g = (w @ (kl_i - kr_i))[:, None] - (w @ (kl_j - kr_j))[None, :]
+            g = utility_part
         else:
             g = (kl_i * w[:, None]).T @ kr_j - ((kl_j * w[:, None]).T @ kr_i).T
+            if fn.utility_weight:  # the sum kernel's utility bracket (docs/model-format.md)
+                g = g + fn.utility_weight * utility_part
         out.append(g.cpu().numpy().astype(np.float64))
     return out
 
