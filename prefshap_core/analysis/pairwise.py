@@ -7,9 +7,9 @@ For a GPM the preference of every item ``i`` against every opponent ``j`` is
 
 two matrix products instead of one kernel evaluation per pair; for a UPM
 ``g(i, j) = f(x_i) - f(x_j)`` with ``f = w^T (KL - KR)``, which a GPM / C-GPM with
-utility weight ``c > 0`` adds ``c`` times (the sum kernel ``k_E + c k_UPM``). The weights ``w`` are the
-model's ``alpha`` times the context kernel averaged over chosen contexts (a C-GPM),
-so one product gives the model under one context, a context slice or the whole
+utility weight ``c > 0`` adds ``c`` times (the sum kernel ``k_E + c k_UPM``). The
+weights ``w`` are the model's ``alpha`` times the context kernel averaged over chosen
+contexts (a C-GPM), so one product gives the model under one context, a context slice or the whole
 observed context mix (which is the model's own g_bar). Tested against
 ``PreferenceFunction.decision_on_pool`` pair by pair.
 """
