@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dashboard import services
+from dashboard.services import demo
 from prefshap_core.progress import Progress
 
 
@@ -23,8 +24,8 @@ def test_demo_preparation_times_out_discards_and_recomputes(
     cache_root: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stages: list[str] = []
-    monkeypatch.setattr(services, "DEMO_TIMEOUT_S", 0.0)  # every first attempt is too slow
-    loaded, model = services._demo(cache_root, Progress(lambda u: stages.append(u.stage)))
+    monkeypatch.setattr(demo, "DEMO_TIMEOUT_S", 0.0)  # every first attempt is too slow
+    loaded, model = demo._demo(cache_root, Progress(lambda u: stages.append(u.stage)))
     assert model.result.function.n_centres > 0
     assert loaded.fingerprint == model.data_fp
     # The recomputed explanation is in the cache for the next visitor.

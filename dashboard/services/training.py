@@ -1,0 +1,87 @@
+"""Training: from the disk cache or in a background job, and the models' names.
+
+The worker writes the disk cache itself, so a model is kept even if the user leaves
+the page meanwhile; :func:`collect_finished_jobs` publishes it into the session.
+"""
+
+from __future__ import annotations
+
+from dashboard import state
+from dashboard.jobs import ABANDON_AFTER_S, Job
+from dashboard.services.stores import disk_cache
+from prefshap_core import workflow
+from prefshap_core.progress import Progress
+
+MODEL_TITLES = {"gpm": "GPM", "cgpm": "C-GPM", "upm": "UPM"}
+
+
+def training_job_key(loaded: state.LoadedData) -> str:
+    return f"train:{loaded.fingerprint}"
+
+
+def cached_model(
+    loaded: state.LoadedData, settings: workflow.TrainSettings
+) -> state.TrainedModel | None:
+    """A model with exactly these settings from the disk cache, or None."""
+    settings_fp = workflow.settings_fingerprint(settings)
+    result = disk_cache().load_training(loaded.fingerprint, settings_fp)
+    if result is None:
+        return None
+    return state.TrainedModel(result, loaded.fingerprint, settings_fp, from_cache=True)
+
+
+def train_now(
+    loaded: state.LoadedData, settings: workflow.TrainSettings, progress: Progress | None = None
+) -> state.TrainedModel:
+    """Train in the calling thread (or load from the disk cache), and cache the result."""
+    found = cached_model(loaded, settings)
+    if found is not None:
+        return found
+    settings_fp = workflow.settings_fingerprint(settings)
+    result = workflow.train(loaded.data, settings, progress)
+    disk_cache().save_training(loaded.fingerprint, settings_fp, result)
+    return state.TrainedModel(result, loaded.fingerprint, settings_fp)
+
+
+def model_title(kind: str) -> str:
+    return MODEL_TITLES.get(kind, kind)
+
+
+def model_description(model: state.TrainedModel) -> str:
+    """E.g. 'GPM (seed 0, 300 centres)': what exported figures name as their model."""
+    settings = model.result.settings
+    return f"{model_title(model.kind)} (seed {settings.seed}, {settings.n_centres:,} centres)"
+
+
+def start_training(
+    loaded: state.LoadedData, settings: workflow.TrainSettings, *, page: str = "train"
+) -> Job:
+    """Train in the background (one training per dataset at a time)."""
+    title = model_title(settings.kind)
+    job = Job(
+        training_job_key(loaded),
+        f"Training {title} on {loaded.title}",
+        lambda progress: train_now(loaded, settings, progress),
+        page=page,
+        heavy=True,
+        abandon_after_s=ABANDON_AFTER_S,
+    )
+    return state.add_job(job.start())
+
+
+def collect_finished_jobs() -> None:
+    """Publish finished trainings into the session (the worker cannot: it has no session)."""
+    for job in list(state.jobs().values()):
+        if job.finished and not job.collected and job.key.startswith("train:"):
+            if job.state == "done":
+                state.set_model(job.result)
+            job.collected = True
+
+
+# -- deep links ------------------------------------------------------------------------------
+def model_by_fingerprint(loaded: state.LoadedData, settings_fp: str) -> state.TrainedModel | None:
+    """A model of ``loaded`` by its settings fingerprint, from the disk cache (or None)."""
+    result = disk_cache().load_training(loaded.fingerprint, settings_fp)
+    if result is None:
+        return None
+    return state.TrainedModel(result, loaded.fingerprint, settings_fp, from_cache=True)
