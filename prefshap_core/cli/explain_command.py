@@ -49,7 +49,8 @@ from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.csv_io import row_numbers
 from prefshap_core.data.duel_rows import TIE_WORDS
-from prefshap_core.data.encoding import EncodingSpec, encode_rows
+from prefshap_core.data.encoding.spec import EncodingSpec
+from prefshap_core.data.encoding.tables import encode_rows
 from prefshap_core.data.readers import read_any
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain import Explainer, ExplainOptions, cme_options

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.data.build import load_directory
-from prefshap_core.data.encoding import MISSING_INDICATOR_SHARE
+from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
 from prefshap_core.datasets.registry import DATASET_NAMES, load_dataset
 from prefshap_core.models.model_file import save_model
 from prefshap_core.workflow.settings import TrainSettings
