@@ -43,7 +43,7 @@ def encode_table(
     """Infer column kinds, impute, one-hot encode and standardise ``columns`` of ``table``.
 
     ``missing_indicator_share``: columns with at least this share of missing cells
-    get a missing indicator (module docstring); None: never.
+    get a missing indicator (the package docstring, data.encoding); None: never.
     """
     columns = [str(c) for c in (table.columns if columns is None else columns)]
     if table.columns.has_duplicates:
