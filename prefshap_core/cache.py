@@ -46,7 +46,8 @@ from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.options import ENGINE_VERSION, ExplainOptions
 from prefshap_core.models.model_file import load_model, save_model
 from prefshap_core.paths import repo_root
-from prefshap_core.workflow import TrainingResult, TrainSettings
+from prefshap_core.workflow.results import TrainingResult
+from prefshap_core.workflow.settings import TrainSettings
 
 CACHE_DIR_ENV = "PREFSHAP_CACHE_DIR"
 FORMAT_VERSION = 2  # 2: keys from entry_key (names, units and grouping included)

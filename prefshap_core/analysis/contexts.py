@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prefshap_core.data.encoding import EncodingSpec, row_labels
+from prefshap_core.data.encoding.spec import EncodingSpec
+from prefshap_core.data.encoding.tables import row_labels
 from prefshap_core.data.feature_space import FeatureSpace
 
 # A numeric context column with at most this many distinct observed values is shown

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from prefshap_core.data.duel_data import DuelData
-from prefshap_core.data.encoding import EncodingSpec, encode_rows
+from prefshap_core.data.encoding.spec import EncodingSpec
+from prefshap_core.data.encoding.tables import encode_rows
 
 RawValue = float | str | None
 

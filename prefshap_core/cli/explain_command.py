@@ -29,6 +29,10 @@ on a local cluster of N worker processes (loopback only); neither: in this proce
 The numbers are the same either way (README, "Running on a cluster").
 """
 
+# The docstring above is also the command's --help. This module parses the arguments
+# and runs the explainer; reading DUELS.csv is explain_input, OUT.csv's layout
+# explain_output.
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +41,6 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +48,19 @@ import numpy as np
 import pandas as pd
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
+from prefshap_core.cli.explain_input import (
+    _contexts,
+    _Duels,
+    _ids,
+    _tie_count,
+    _usable_rows,
+    _winners,
+)
+from prefshap_core.cli.explain_output import explanation_table, interaction_table
 from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.csv_io import row_numbers
-from prefshap_core.data.duel_rows import TIE_WORDS
-from prefshap_core.data.encoding import EncodingSpec, encode_rows
 from prefshap_core.data.readers import read_any
-from prefshap_core.errors import DataValidationError
 from prefshap_core.explain import Explainer, ExplainOptions, cme_options
 from prefshap_core.explain.dask_executor import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -59,9 +68,7 @@ from prefshap_core.explain.dask_executor import (
     close_local_cluster,
     local_cluster,
 )
-from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interaction_explanation import (
-    InteractionExplanation,
     check_interaction_groups,
     explain_interactions,
 )
@@ -209,14 +216,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-@dataclass
-class _Duels:
-    left: np.ndarray
-    right: np.ndarray
-    winners: np.ndarray | None
-    ids: np.ndarray
-
-
 def _explanation(
     args: argparse.Namespace,
     fn: PreferenceFunction,
@@ -281,171 +280,3 @@ def _interactions(
         "pairs": inter.pair_names,
         "shapley": "exact",
     }
-
-
-def explanation_table(expl: Explanation, table: pd.DataFrame) -> pd.DataFrame:
-    """The output layout of every ``--what``: ids, [duel_id, winner], output, values, [se]."""
-    columns = {name: expl.values[:, j] for j, name in enumerate(expl.player_names)}
-    if expl.meta.get("shapley") == "sampled" and expl.standard_errors is not None:
-        for j, name in enumerate(expl.player_names):
-            columns[f"se:{name}"] = expl.standard_errors[:, j]
-    return _layout(expl.left_ids, expl.right_ids, expl.outputs, expl.base_values, columns, table)
-
-
-def interaction_table(inter: InteractionExplanation, table: pd.DataFrame) -> pd.DataFrame:
-    """The same layout with one ``<a>*<b>`` column per pair (base value: v(empty) = 0)."""
-    columns = {name: inter.values[:, k] for k, name in enumerate(inter.pair_names)}
-    base = np.zeros(inter.n_duels)
-    return _layout(inter.left_ids, inter.right_ids, inter.outputs, base, columns, table)
-
-
-def _layout(
-    left: np.ndarray,
-    right: np.ndarray,
-    outputs: np.ndarray,
-    base_values: np.ndarray,
-    columns: dict[str, np.ndarray],
-    table: pd.DataFrame,
-) -> pd.DataFrame:
-    out = pd.DataFrame({"left": left, "right": right})
-    for name in ("duel_id", "winner"):
-        if name in table.columns:
-            out[name] = table[name].to_numpy()
-    out["output"] = outputs
-    out["base_value"] = base_values
-    return pd.concat([out, pd.DataFrame(columns, index=out.index)], axis=1)
-
-
-def _usable_rows(
-    table: pd.DataFrame, fn: PreferenceFunction, file_name: str
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """--lenient: the rows whose ids and winner are valid, and the others with reasons."""
-    known = set(np.asarray(fn.item_ids).astype(str).tolist())
-    reasons = []
-    for left, right, winner in zip(
-        _column(table, "left", file_name),
-        _column(table, "right", file_name),
-        table["winner"] if "winner" in table.columns else [None] * len(table),
-        strict=True,
-    ):
-        if left is None or right is None:
-            reasons.append(("left" if left is None else "right", "missing item id"))
-        elif str(left) not in known or str(right) not in known:
-            side = "left" if str(left) not in known else "right"
-            reasons.append((side, "unknown item id (not among the model's item_ids)"))
-        elif winner is not None and not _is_outcome(winner, left, right):
-            reasons.append(("winner", "the winner is neither the left nor the right item"))
-        else:
-            reasons.append(None)
-    bad = np.array([r is not None for r in reasons], dtype=bool)
-    rows = row_numbers(table)
-    rejected = pd.DataFrame(
-        {
-            "file": file_name,
-            "row": rows[bad],
-            "line": rows[bad] + 1,
-            "column": [r[0] for r in reasons if r is not None],
-            "reason": [r[1] for r in reasons if r is not None],
-        }
-    )
-    rejected = pd.concat([rejected, table[bad].reset_index(drop=True)], axis=1)
-    if bad.all():
-        raise DataValidationError("no usable duel rows (see the rejected rows)", file=file_name)
-    return table[~bad], rejected
-
-
-def _column(table: pd.DataFrame, name: str, file_name: str) -> pd.Series:
-    if name not in table.columns:
-        raise DataValidationError(
-            f"missing column '{name}' (columns: {', '.join(map(str, table.columns))})",
-            file=file_name,
-        )
-    return table[name]
-
-
-def _ids(table: pd.DataFrame, fn: PreferenceFunction, side: str, file_name: str) -> np.ndarray:
-    known = set(np.asarray(fn.item_ids).astype(str).tolist())
-    values = _column(table, side, file_name)
-    rows = row_numbers(table)
-    for row, value in zip(rows, values, strict=True):
-        if value is None or str(value) not in known:
-            what = "missing item id" if value is None else f"unknown item id '{value}'"
-            raise DataValidationError(
-                f"{what} (not among the model's {len(known)} item_ids)",
-                file=file_name, row=int(row), column=side,
-            )  # fmt: skip
-    return values.astype(str).to_numpy()
-
-
-def _is_tie(winner: str) -> bool:
-    return str(winner).strip().lower() in TIE_WORDS
-
-
-def _is_outcome(winner: str, left: str, right: str) -> bool:
-    return winner in ("left", "right", left, right) or _is_tie(winner)
-
-
-def _tie_count(table: pd.DataFrame, winners: np.ndarray | None) -> int:
-    """Duels whose winner cell says draw / tie (not an unknown outcome)."""
-    if winners is None:
-        return 0
-    cells = table["winner"].to_numpy()
-    pairs = zip(winners, cells, strict=True)
-    return int(sum(w == 0 and c is not None and _is_tie(c) for w, c in pairs))
-
-
-def _winners(
-    table: pd.DataFrame, left: np.ndarray, right: np.ndarray, file_name: str
-) -> np.ndarray | None:
-    if "winner" not in table.columns:
-        return None
-    out = np.zeros(len(left), dtype=np.int8)
-    for k, (row, value) in enumerate(zip(row_numbers(table), table["winner"], strict=True)):
-        if value is None:
-            continue  # unknown outcome: explained all the same
-        if value in ("left", left[k]):
-            out[k] = 1
-        elif value in ("right", right[k]):
-            out[k] = -1
-        elif not _is_tie(value):  # a tie stays 0: shown left vs right
-            raise DataValidationError(
-                f"winner '{value}' is neither the left ('{left[k]}') nor the right "
-                f"('{right[k]}') item, nor 'left'/'right', nor 'draw'/'tie'",
-                file=file_name, row=int(row), column="winner",
-            )  # fmt: skip
-    return out
-
-
-def _contexts(table: pd.DataFrame, fn: PreferenceFunction, file_name: str) -> np.ndarray:
-    """Model-space contexts from model columns (raw values) or from group columns."""
-    space = fn.context_space
-    assert space is not None
-    names = list(space.feature_names)
-    if all(name in table.columns for name in names):
-        raw = np.empty((len(table), len(names)))
-        rows = row_numbers(table)
-        for j, name in enumerate(names):
-            numbers = pd.to_numeric(table[name], errors="coerce")
-            bad = np.flatnonzero(numbers.isna().to_numpy())
-            if len(bad):
-                raise DataValidationError(
-                    f"not a number: {table[name].iloc[bad[0]]!r}",
-                    file=file_name, row=int(rows[bad[0]]), column=name,
-                )  # fmt: skip
-            raw[:, j] = numbers.to_numpy(dtype=np.float64)
-        return space.standardise(raw)
-    try:
-        spec = EncodingSpec.from_feature_space(space, "context")
-    except ValueError as err:
-        raise DataValidationError(
-            f"context columns missing: give the model's context columns {names}", file=file_name
-        ) from err
-    sources = sorted({s for g in spec.groups for s in g.sources})
-    missing = [s for s in sources if s not in table.columns]
-    if missing:
-        raise DataValidationError(
-            f"context columns missing: {', '.join(missing)} (either these, or the model's "
-            f"context columns {', '.join(names)})",
-            file=file_name,
-        )
-    return encode_rows(table, spec, file_name=file_name).model

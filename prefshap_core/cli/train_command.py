@@ -11,15 +11,11 @@ from pathlib import Path
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.data.build import load_directory
-from prefshap_core.data.encoding import MISSING_INDICATOR_SHARE
+from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
 from prefshap_core.datasets.registry import DATASET_NAMES, load_dataset
 from prefshap_core.models.model_file import save_model
-from prefshap_core.workflow import (
-    LARGE_DUELS,
-    TrainSettings,
-    expected_training_minutes,
-    train,
-)
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import LARGE_DUELS, expected_training_minutes, train
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

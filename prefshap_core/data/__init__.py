@@ -3,14 +3,8 @@
 from prefshap_core.data.build import DUEL_COLUMNS, build_duel_data, load_directory
 from prefshap_core.data.csv_io import MISSING_TOKENS, read_table, row_numbers
 from prefshap_core.data.duel_data import DataReport, DuelData, ImputationNote, Split, split_duels
-from prefshap_core.data.encoding import (
-    EncodedTable,
-    EncodingSpec,
-    GroupEncoding,
-    encode_rows,
-    encode_table,
-    row_labels,
-)
+from prefshap_core.data.encoding.spec import EncodedTable, EncodingSpec, GroupEncoding
+from prefshap_core.data.encoding.tables import encode_rows, encode_table, row_labels
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.data.id_columns import IgnoredColumn
 from prefshap_core.data.readers import UPLOAD_TYPES, read_any

@@ -33,12 +33,8 @@ from prefshap_core.data.duel_rows import (
     rejected_rows,
     validate_duel_rows,
 )
-from prefshap_core.data.encoding import (
-    MISSING_INDICATOR_SHARE,
-    EncodedTable,
-    encode_table,
-    row_labels,
-)
+from prefshap_core.data.encoding.spec import EncodedTable
+from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE, encode_table, row_labels
 from prefshap_core.data.id_columns import IgnoredColumn, split_id_like
 from prefshap_core.data.readers import read_any
 from prefshap_core.data.reserved_names import check_dataset_names

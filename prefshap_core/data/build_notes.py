@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prefshap_core.data.context_table import ContextJoin
-from prefshap_core.data.encoding import EncodedTable, EncodingSpec
+from prefshap_core.data.encoding.spec import EncodedTable, EncodingSpec
 from prefshap_core.data.id_columns import IgnoredColumn
 
 

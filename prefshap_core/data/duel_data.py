@@ -18,7 +18,7 @@ import pandas as pd
 from prefshap_core.data.feature_space import FeatureSpace
 
 if TYPE_CHECKING:
-    from prefshap_core.data.encoding import EncodingSpec
+    from prefshap_core.data.encoding.spec import EncodingSpec
     from prefshap_core.data.id_columns import IgnoredColumn
 
 

@@ -1,0 +1,215 @@
+"""Train and evaluate: fit the chosen model (and a UPM baseline) on the seeded split.
+
+Scores it on validation and test duels (K-fold CV when the test split is small),
+measures rankability and chooses the explanations' CME regularisers.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from prefshap_core import budget
+from prefshap_core.compute import Compute
+from prefshap_core.data.duel_data import DuelData, Split, split_duels
+from prefshap_core.data.reserved_names import check_dataset_names
+from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambda
+from prefshap_core.metrics import duel_rankability
+from prefshap_core.models.hyperparameters import CV_FOLDS, DEFAULT_CONTEXT_CME_LAMBDA
+from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.progress import Progress, ensure_progress
+from prefshap_core.solvers.options import SolverOptions
+from prefshap_core.workflow.results import TrainingResult
+from prefshap_core.workflow.settings import TrainSettings
+
+LARGE_DUELS = 500_000  # from here on, say before training that it will take a while
+
+
+def expected_training_minutes(n_duels: int) -> float:
+    """A rough training time on a small CPU: measured ~2.5 min per million duels (2 cores,
+    benchmarks/bench_large_upload.py); enough to warn, not a promise."""
+    return 2.5 * n_duels / 1_000_000
+
+
+SMALL_TEST = 200  # fewer test duels than this: ROC AUC also as K-fold CV over all duels
+
+
+def cross_validated_auc(
+    data: DuelData, settings: TrainSettings, progress: Progress | None = None
+) -> dict[str, Any]:
+    """ROC AUC of each of K seeded folds of all duels, from a model fit on the others.
+
+    Each fold's model is trained on the other folds only, so no fold's score has seen
+    its duels in training; ``settings`` should fix the hyperparameters (``train``
+    passes the ones it chose), else each fold tunes its own on its training part.
+    Ties are left out of each fold's AUC; a fold without both outcomes is skipped.
+    """
+    progress = ensure_progress(progress)
+    order = np.random.default_rng([settings.seed, 3]).permutation(data.n_duels)
+    folds = [np.sort(f) for f in np.array_split(order, min(CV_FOLDS, data.n_duels))]
+    aucs = []
+    for k, fold in enumerate(folds):
+        rest = np.setdiff1d(order, fold)
+        inner = np.random.default_rng([settings.seed, 4, k]).permutation(rest)
+        n_val = max(1, len(rest) // 9)
+        model = settings.model().fit(
+            data, np.sort(inner[n_val:]), np.sort(inner[:n_val]),
+            progress.span(k / len(folds), (k + 1) / len(folds)),
+        )  # fmt: skip
+        auc = model.score(data, fold)["roc_auc"]
+        if np.isfinite(auc):
+            aucs.append(float(auc))
+    return {
+        "roc_auc_mean": float(np.mean(aucs)) if aucs else float("nan"),
+        "roc_auc_sd": float(np.std(aucs, ddof=1)) if len(aucs) > 1 else float("nan"),
+        "folds": len(aucs),
+        "fold_roc_auc": aucs,
+        "n_duels": data.n_duels,
+    }
+
+
+def train(
+    data: DuelData, settings: TrainSettings, progress: Progress | None = None
+) -> TrainingResult:
+    """Fit the chosen model (and a UPM baseline) on the seeded 80/10/10 split.
+
+    When the test split is small (< ``SMALL_TEST`` duels), the ROC AUC is also
+    estimated by K-fold cross-validation over all duels (``TrainingResult.cv``).
+    """
+    start = time.perf_counter()
+    progress = ensure_progress(progress)
+    check_dataset_names(data.item_space, data.context_space)  # export columns stay unique
+    split = split_duels(data.n_duels, settings.seed)
+    with_baseline = settings.baseline and settings.kind != "upm"
+    main_share = 0.7 if with_baseline else 0.95
+    n_features = data.item_space.n_features + (
+        data.context_space.n_features if data.context_space is not None else 0
+    )
+    itemsize = 4 if settings.dtype == "float32" else 8
+    sizes = (len(split.train), settings.n_centres, n_features, itemsize)
+    cache = budget.kernel_cache_allowance(*sizes)  # K_nM beyond it is chunked
+    need = budget.training_bytes(*sizes, kernel_cache_bytes=cache)
+    with budget.reserve(
+        need,
+        f"Training with {settings.n_centres:,} centres on {len(split.train):,} duels",
+        budget.TRAIN_REDUCE,
+    ):
+        return _train_within_budget(
+            data, settings, progress, split, with_baseline, main_share, start, cache
+        )
+
+
+def _train_within_budget(
+    data: DuelData,
+    settings: TrainSettings,
+    progress: Progress,
+    split: Split,
+    with_baseline: bool,
+    main_share: float,
+    start: float,
+    kernel_cache_bytes: int,
+) -> TrainingResult:
+    solver = SolverOptions(cache_budget_bytes=kernel_cache_bytes)
+    small = len(split.test) < SMALL_TEST
+    outer = progress
+    if small:  # the CV fits are K more small fits: they get the second half of the bar
+        progress, cv_progress = outer.span(0.0, 0.5), outer.span(0.5, 0.95)
+    model = settings.model(solver=solver).fit(
+        data, split.train, split.validation, progress.span(0.0, main_share)
+    )
+    fit_seconds = model.fit_seconds_
+    chosen = model.search_.chosen
+    assert chosen is not None
+    # Under cross-validation the validation duels were trained on: report the
+    # pooled out-of-fold scores the choice was made on instead.
+    validation: dict[str, Any] = (
+        model.score(data, split.validation)
+        if model.search_.selection == "holdout"
+        else {"roc_auc": chosen.validation_auc, "log_loss": chosen.validation_log_loss}
+    )
+    validation["selection"] = model.search_.selection
+    metrics = {"validation": validation, "test": model.score(data, split.test)}
+    baseline_metrics = None
+    baseline_seconds = 0.0
+    baseline_function = None
+    if with_baseline:
+        upm = settings.model("upm", solver).fit(
+            data, split.train, split.validation, progress.span(main_share, 0.95)
+        )
+        baseline_metrics = upm.score(data, split.test)
+        baseline_seconds = upm.fit_seconds_
+        baseline_function = upm.function_
+    cv = None
+    if small:
+        # The chosen lengthscales themselves (refined groups included), as fixed ones.
+        context_ls = model.context_lengthscales_
+        chosen_point = replace(
+            settings,
+            lengthscales=tuple(model.lengthscales_),
+            lengthscale_scale=None,
+            lengthscale_scales=None,
+            context_lengthscales=None if context_ls is None else tuple(context_ls),
+            penalty=chosen.penalty,
+            utility_weight=None if settings.kind == "upm" else chosen.utility_weight,
+            baseline=False,
+        )
+        cv = cross_validated_auc(data, chosen_point, cv_progress)
+    outer.update("Rankability (SpecR)", 0.96)
+    decided = data.decided(split.train)  # ties have no winner: not in the dominance graph
+    winners, losers = data.winners()[decided], data.losers()[decided]
+    specr, specr_items = duel_rankability(winners, losers, data.n_items)
+    outer.update("Choosing the CME regularisers", 0.97)
+    function = choose_cme_regularisers(model.function_, settings)
+    function.metadata.update(
+        cme_lambda=function.cme_lambda,
+        test_metrics=metrics["test"],
+        upm_test_metrics=baseline_metrics,
+        specr=specr,
+    )
+    outer.update("Done", 1.0)
+    return TrainingResult(
+        data_name=data.name,
+        settings=settings,
+        function=function,
+        split=split,
+        metrics=metrics,
+        baseline_metrics=baseline_metrics,
+        rankability=specr,
+        rankability_items=specr_items,
+        cv=cv,
+        seconds={
+            "fit": fit_seconds,
+            "baseline": baseline_seconds,
+            "total": time.perf_counter() - start,
+        },
+        baseline_function=baseline_function,
+    )
+
+
+def choose_cme_regularisers(fn: PreferenceFunction, settings: TrainSettings) -> PreferenceFunction:
+    """``fn`` with its explanations' CME regularisers chosen by held-out CME error.
+
+    Values the user set in ``settings`` are kept; the model file stores the result.
+    """
+    search = LambdaSearch(seed=settings.seed)
+    changes: dict[str, float] = {}
+    if settings.cme_lambda is None:
+        compute = Compute(device=settings.device, dtype=settings.dtype)
+        changes["cme_lambda"] = choose_cme_lambda(
+            fn.items, fn.lengthscales, fn.item_space.feature_group, search=search, compute=compute
+        )
+    if fn.kind == "cgpm" and settings.context_cme_lambda is None:
+        assert fn.contexts is not None and fn.context_space is not None
+        assert fn.context_lengthscales is not None
+        changes["context_cme_lambda"] = choose_cme_lambda(
+            fn.contexts,
+            fn.context_lengthscales,
+            fn.context_space.feature_group,
+            weights=fn.context_weights,
+            search=search,
+            fallback=DEFAULT_CONTEXT_CME_LAMBDA,
+        )
+    return replace(fn, **changes) if changes else fn
