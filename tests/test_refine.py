@@ -1,12 +1,15 @@
 """Per-group lengthscale refinement (models.refine): what it finds, when it runs, overrides."""
 
+import json
+
 import numpy as np
 import pytest
 
+from prefshap_core.cli import main
 from prefshap_core.compute import Compute
 from prefshap_core.data.build import load_directory
 from prefshap_core.data.duel_data import split_duels
-from prefshap_core.datasets.synthetic import gpm_generated
+from prefshap_core.datasets.synthetic import gpm_generated, gpm_generated_tables
 from prefshap_core.metrics import roc_auc
 from prefshap_core.models.estimators import CGPM, GPM, UPM
 from prefshap_core.models.hyperparameters import median_lengthscales
@@ -139,3 +142,24 @@ def test_per_duel_log_loss_matches_the_direct_formula_and_halves_ties():
     direct = np.log1p(np.exp(-y * g))
     direct[2] = 0.5 * np.log1p(np.exp(1.5)) + 0.5 * np.log1p(np.exp(-1.5))
     np.testing.assert_allclose(per_duel_log_loss(y, g), direct, rtol=1e-14)
+
+
+@pytest.mark.parametrize("switch", [[], ["--no-refine-lengthscales"]], ids=["default", "off"])
+def test_train_cli_refines_unless_told_not_to(switch, tmp_path, capsys) -> None:
+    items, duels, _ = gpm_generated_tables(n_items=300, n_duels=6000, d=6, n_relevant=2, seed=0)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    items.to_csv(folder / "items.csv", index=False)
+    duels.to_csv(folder / "duels.csv", index=False)
+    out = tmp_path / "m.npz"
+    args = ["--n-centres", "300", "--utility-weight", "0", "--cme-lambda", "0.01", "--quiet"]
+    code = main(["train", "--data", str(folder), "--out", str(out), *switch, *args])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    factors = report["lengthscale_factors"]
+    meta = load_model(out).metadata
+    assert meta["lengthscale_factors"] == factors
+    if switch:
+        assert factors == {}
+    else:
+        assert set(factors) == {f"x{j}" for j in range(1, 7)} and factors["x1"] < 1.0
