@@ -9,7 +9,7 @@ For each random GPM of make_shapley_fixtures.py (p features, each its own player
 * old: paired Shapley-kernel sampling without duplicates + kernel WLS with the CR3
   pair jackknife (explain/coalitions.py, explain/shapley.py);
 * new: size-stratified pairs, whole outer strata, Horvitz-Thompson WLS and the
-  stratified linearisation variance (explain/sampled_shapley.py).
+  stratified linearisation variance (explain/shapley/stratified.py, sampled.py).
 
 Per p and sample count (400 and the default 2p + 2048), pooled over seeds, duels
 and players: coverage = fraction of |phi - exact| <= 1.96 se (target [0.90, 0.99]),
@@ -27,7 +27,8 @@ from make_shapley_fixtures import exact_table
 
 from prefshap_core.explain.shapley import exact_shapley_matrix
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
-from prefshap_core.explain.shapley.sampled import SampledShapley, sample_stratified_coalitions
+from prefshap_core.explain.shapley.sampled import SampledShapley
+from prefshap_core.explain.shapley.stratified import sample_stratified_coalitions
 
 
 def old_design(table: np.ndarray, p: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

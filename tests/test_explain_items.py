@@ -11,7 +11,7 @@ import torch
 from prefshap_core.compute import Compute
 from prefshap_core.errors import CancelledError, DataValidationError
 from prefshap_core.explain import Explainer, ExplainOptions
-from prefshap_core.explain import explainer as explainer_module
+from prefshap_core.explain import duel_groups as duel_groups_module
 from prefshap_core.explain.cme.embedding import CoalitionEmbedding
 from prefshap_core.explain.games.items import ItemGame
 from prefshap_core.explain.reference import (
@@ -142,7 +142,7 @@ def test_duel_groups_give_the_same_values(monkeypatch):
     fn = random_preference_function("gpm", n_items=10, groups=GROUPS, seed=10)
     left, right = duels(fn, 12, seed=5)
     whole = explain(fn, left, right)
-    monkeypatch.setattr(explainer_module, "_MAX_VALUES_IN_MEMORY", 40)  # 16 coalitions x 2
+    monkeypatch.setattr(duel_groups_module, "_MAX_VALUES_IN_MEMORY", 40)  # 16 coalitions x 2
     split = explain(fn, left, right)
     np.testing.assert_allclose(split.values, whole.values, atol=1e-12)
 

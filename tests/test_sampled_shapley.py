@@ -1,4 +1,4 @@
-"""Stratified coalition sampling and its Shapley estimator (explain/sampled_shapley.py).
+"""Stratified coalition sampling and its Shapley estimator (shapley/stratified.py, sampled.py).
 
 Exactness is checked against the exact Shapley matrix (itself checked against subset
 sums in test_shapley.py) and Shapley's formula; calibration against exact values of
@@ -22,7 +22,8 @@ from prefshap_core.explain.shapley.coalitions import (
     bits_from_masks,
     masks_from_bits,
 )
-from prefshap_core.explain.shapley.sampled import SampledShapley, sample_stratified_coalitions
+from prefshap_core.explain.shapley.sampled import SampledShapley
+from prefshap_core.explain.shapley.stratified import sample_stratified_coalitions
 from prefshap_core.models.model_file import load_model
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -18,8 +18,9 @@ from prefshap_core.explain.cme.regulariser import (
     choose_cme_lambda,
     cme_lambda_scores,
 )
+from prefshap_core.explain.coalition_table import CoalitionTable
 from prefshap_core.explain.executor import Executor, LocalExecutor
-from prefshap_core.explain.explainer import CoalitionTable, Explainer
+from prefshap_core.explain.explainer import Explainer
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.options import (
     DEFAULT_MAX_EXACT_PLAYERS,

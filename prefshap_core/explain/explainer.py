@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,9 @@ from prefshap_core.explain.cme.base import (
     DEFAULT_CONTEXT_CME_LAMBDA,
     EngineStats,
 )
+from prefshap_core.explain.cme.regulariser import _regulariser
+from prefshap_core.explain.coalition_table import CoalitionTable, _ValueTable
+from prefshap_core.explain.duel_groups import _concatenate, _duel_groups
 from prefshap_core.explain.duels import CanonicalDuels, canonical_duels, resolve_side
 from prefshap_core.explain.executor import (
     CoalitionWork,
@@ -60,53 +62,8 @@ from prefshap_core.explain.shapley import (
     coalition_count,
 )
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
-from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress, ensure_progress
-
-# Coalition values held at once (K x duels, float64): 2^25 values = 256 MB.
-_MAX_VALUES_IN_MEMORY = 1 << 25
-
-
-@dataclass(frozen=True)
-class CoalitionTable:
-    """The values of every coalition for each duel, left-vs-right (exact runs).
-
-    ``masks[k, i]``: player ``i`` in coalition ``k`` (all ``2^p`` in bit order);
-    ``values[k, j]``: ``v(S_k)`` of duel ``j``, boundary rows included.
-    """
-
-    masks: np.ndarray  # (2^p, p) bool
-    values: np.ndarray  # (2^p, D) float64
-    player_names: tuple[str, ...]
-
-
-class _ValueTable:
-    """An 'estimator' that keeps the coalition values themselves."""
-
-    passes = 1
-
-    def partial(self, values: np.ndarray, rows: slice, *_: Any) -> np.ndarray:
-        return np.asarray(values, dtype=np.float64)
-
-    def finish(self, partials: list[np.ndarray], *_: Any) -> np.ndarray:
-        return np.vstack(partials)
-
-
-def as_preference_function(model: Any) -> PreferenceFunction:
-    """The fitted g of a model: a :class:`PreferenceFunction`, or an estimator's ``function_``."""
-    if isinstance(model, PreferenceFunction):
-        return model
-    fn = getattr(model, "function_", None)
-    if isinstance(fn, PreferenceFunction):
-        return fn
-    raise TypeError(f"expected a fitted model or a PreferenceFunction, got {type(model).__name__}")
-
-
-def _regulariser(value: float | None, default: float) -> float:
-    """A usable CME regulariser: the given one, else the default (also for NaN / <= 0)."""
-    if value is None or not np.isfinite(value) or value <= 0:
-        return default
-    return float(value)
 
 
 class Explainer:
@@ -413,16 +370,3 @@ class Explainer:
             "cme": self._backend.report(),
             "options": options.key(),
         }
-
-
-def _duel_groups(n_unique: int, n_coalitions: int) -> list[np.ndarray]:
-    """Split the distinct duels so that K x duels values stay bounded in memory."""
-    size = max(1, _MAX_VALUES_IN_MEMORY // max(1, n_coalitions))
-    return [np.arange(s, min(s + size, n_unique)) for s in range(0, max(n_unique, 1), size)]
-
-
-def _concatenate(results: list[Any]) -> Any:
-    """Per duel group results -> one: (phi, se) pairs by rows, value tables by columns."""
-    if isinstance(results[0], tuple):
-        return tuple(np.concatenate(parts, axis=0) for parts in zip(*results, strict=True))
-    return np.concatenate(results, axis=1)

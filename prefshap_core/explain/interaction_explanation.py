@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from prefshap_core.explain.explainer import Explainer, as_preference_function
+from prefshap_core.explain.explainer import Explainer
 from prefshap_core.explain.interactions import (
     MAX_INTERACTION_PLAYERS,
     pair_names,
@@ -26,6 +26,7 @@ from prefshap_core.explain.interactions import (
     shapley_interactions,
 )
 from prefshap_core.explain.options import ExplainOptions
+from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress
 
 

@@ -300,3 +300,13 @@ class PreferenceFunction:
             raise KeyError(f"item id {err.args[0]!r} is not in the model's items") from None
         ctx_pool, ctx_index = self._context_rows(u)
         return self.decision_on_pool(self.items, left, right, ctx_pool, ctx_index, compute)
+
+
+def as_preference_function(model: Any) -> PreferenceFunction:
+    """The fitted g of a model: a :class:`PreferenceFunction`, or an estimator's ``function_``."""
+    if isinstance(model, PreferenceFunction):
+        return model
+    fn = getattr(model, "function_", None)
+    if isinstance(fn, PreferenceFunction):
+        return fn
+    raise TypeError(f"expected a fitted model or a PreferenceFunction, got {type(model).__name__}")

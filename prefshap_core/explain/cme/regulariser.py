@@ -128,3 +128,10 @@ def _proper_coalitions(p: int, n: int, rng: np.random.Generator) -> np.ndarray:
     masks = rng.random((4 * n, p)) < 0.5
     masks = np.unique(masks[(masks.sum(1) > 0) & (masks.sum(1) < p)], axis=0)
     return masks[rng.permutation(len(masks))[:n]]
+
+
+def _regulariser(value: float | None, default: float) -> float:
+    """A usable CME regulariser: the given one, else the default (also for NaN / <= 0)."""
+    if value is None or not np.isfinite(value) or value <= 0:
+        return default
+    return float(value)

@@ -1,8 +1,9 @@
 """Shapley values from coalition values: which coalitions, and the estimators.
 
 ``coalitions`` enumerates or samples coalitions; ``exact`` maps the values of all
-``2^p`` coalitions to Shapley values; ``sampled`` estimates them (with standard
-errors) from sampled coalitions. Every estimator splits over batches of coalitions
+``2^p`` coalitions to Shapley values; ``stratified`` samples coalitions in
+complementary pairs, stratified by size, and ``sampled`` estimates the values (with
+standard errors) from them. Every estimator splits over batches of coalitions
 (``partial`` per batch, ``finish`` on the ordered list), which is the executor seam.
 """
 
@@ -13,9 +14,9 @@ from prefshap_core.explain.shapley.coalitions import (
     coalition_count,
 )
 from prefshap_core.explain.shapley.exact import ExactShapley, exact_shapley_matrix
-from prefshap_core.explain.shapley.sampled import (
+from prefshap_core.explain.shapley.sampled import SampledShapley
+from prefshap_core.explain.shapley.stratified import (
     SampledCoalitions,
-    SampledShapley,
     sample_stratified_coalitions,
 )
 

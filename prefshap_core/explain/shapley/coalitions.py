@@ -7,7 +7,7 @@ the Shapley kernel weights
 
     w(S) = (p - 1) / (C(p, |S|) |S| (p - |S|))
 
-(:mod:`sampled`, which also holds the estimator that goes with that design).
+(:mod:`stratified`; the estimator that goes with that design is :mod:`sampled`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prefshap_core.explain.shapley.sampled import SampledCoalitions, sample_stratified_coalitions
+from prefshap_core.explain.shapley.stratified import SampledCoalitions, sample_stratified_coalitions
 
 # Exact enumeration lists 2^p coalitions: beyond this it is refused.
 _MAX_LISTED_PLAYERS = 20
