@@ -83,15 +83,20 @@ def balanced_accuracy(y: np.ndarray, scores: np.ndarray) -> float:
     return float(np.mean(recalls))
 
 
-def log_loss(y: np.ndarray, scores: np.ndarray) -> float:
-    """Mean -log P(observed winner) with P(left wins) = sigmoid(g), computed stably.
+def log_losses(y: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Per duel -log P(observed winner) with P(left wins) = sigmoid(g), computed stably.
 
     A tie (``y = 0``) costs half of each side's -log P, as in the logistic fit.
     """
     y = _as_labels(y, ties=True)
     g = np.asarray(scores, dtype=np.float64)
     p = 0.5 * (1.0 + y)
-    return float(np.mean(p * np.logaddexp(0.0, -g) + (1.0 - p) * np.logaddexp(0.0, g)))
+    return p * np.logaddexp(0.0, -g) + (1.0 - p) * np.logaddexp(0.0, g)
+
+
+def log_loss(y: np.ndarray, scores: np.ndarray) -> float:
+    """Mean of :func:`log_losses` over the duels."""
+    return float(np.mean(log_losses(y, scores)))
 
 
 def classification_metrics(y: np.ndarray, scores: np.ndarray) -> dict[str, float]:

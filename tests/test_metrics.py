@@ -7,6 +7,7 @@ from prefshap_core.metrics import (
     dominance_matrix,
     duel_rankability,
     log_loss,
+    log_losses,
     roc_auc,
     spectral_rankability,
 )
@@ -63,3 +64,12 @@ def test_duel_rankability_limits_items_and_reports_count():
     l_ = (w + rng.integers(1, 50, 2000)) % 50
     value, used = duel_rankability(w, l_, 50, max_items=20)
     assert used == 20 and 0.0 <= value <= 1.0
+
+
+def test_log_losses_match_the_direct_formula_and_halve_ties():
+    y = np.array([1.0, -1.0, 0.0, 1.0])
+    g = np.array([0.3, 2.0, -1.5, -40.0])
+    direct = np.log1p(np.exp(-y * g))
+    direct[2] = 0.5 * np.log1p(np.exp(1.5)) + 0.5 * np.log1p(np.exp(-1.5))
+    np.testing.assert_allclose(log_losses(y, g), direct, rtol=1e-14)
+    assert log_loss(y, g) == np.mean(log_losses(y, g))

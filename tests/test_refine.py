@@ -18,7 +18,6 @@ from prefshap_core.models.refine import (
     REFINE_MIN_VALIDATION_DUELS,
     GroupFactors,
     column_factors,
-    per_duel_log_loss,
     refine_group_lengthscales,
 )
 from prefshap_core.models.search import PathFitter
@@ -134,14 +133,6 @@ def test_cgpm_refinement_also_tunes_the_context_groups(tmp_path):
     back = load_model(save_model(model.function_, tmp_path / "m.npz"))
     np.testing.assert_array_equal(back.context_lengthscales, model.context_lengthscales_)
     np.testing.assert_array_equal(back.lengthscales, model.lengthscales_)
-
-
-def test_per_duel_log_loss_matches_the_direct_formula_and_halves_ties():
-    y = np.array([1.0, -1.0, 0.0, 1.0])
-    g = np.array([0.3, 2.0, -1.5, -40.0])
-    direct = np.log1p(np.exp(-y * g))
-    direct[2] = 0.5 * np.log1p(np.exp(1.5)) + 0.5 * np.log1p(np.exp(-1.5))
-    np.testing.assert_allclose(per_duel_log_loss(y, g), direct, rtol=1e-14)
 
 
 @pytest.mark.parametrize("switch", [[], ["--no-refine-lengthscales"]], ids=["default", "off"])

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from prefshap_core.data.feature_space import FeatureSpace
+from prefshap_core.metrics import log_losses
 from prefshap_core.models.hyperparameters import SearchPoint
 from prefshap_core.progress import Progress
 
@@ -73,12 +74,6 @@ class GroupFactors:
         if context_space is None or context_lengthscales is None:
             return items, context_lengthscales
         return items, context_lengthscales * column_factors(context_space, self.contexts)
-
-
-def per_duel_log_loss(y: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """``log(1 + exp(-y g))`` per duel; a tie (``y = 0``) costs half a win each way."""
-    p = 0.5 * (1.0 + y)
-    return p * np.logaddexp(0.0, -g) + (1.0 - p) * np.logaddexp(0.0, g)
 
 
 def _clearly_better(losses: np.ndarray, best: np.ndarray) -> bool:
@@ -147,7 +142,7 @@ def refine_group_lengthscales(
         points.append(replace(best.point, stage="refine", note=note, seconds=seconds))
         if fitter.loss != "logistic":  # ranked by AUC: no per-duel loss
             return np.array([fitter.loss_of(best.point)])
-        return per_duel_log_loss(y_val, best.validation_g)
+        return log_losses(y_val, best.validation_g)
 
     factors = GroupFactors.ones(data.item_space, context_space)
     best_losses = score(factors, "start")
