@@ -62,19 +62,6 @@ class GroupFactors:
         target[group] *= factor
         return GroupFactors(items, contexts)
 
-    def apply(
-        self,
-        item_space: FeatureSpace,
-        item_lengthscales: np.ndarray,
-        context_space: FeatureSpace | None,
-        context_lengthscales: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The lengthscales (per column) with each group's factor applied."""
-        items = item_lengthscales * column_factors(item_space, self.items)
-        if context_space is None or context_lengthscales is None:
-            return items, context_lengthscales
-        return items, context_lengthscales * column_factors(context_space, self.contexts)
-
 
 def _clearly_better(losses: np.ndarray, best: np.ndarray) -> bool:
     """Lower mean loss by more than REFINE_MIN_GAIN and one paired standard error.
@@ -88,6 +75,17 @@ def _clearly_better(losses: np.ndarray, best: np.ndarray) -> bool:
     if len(diff) > 1:
         bar = max(bar, float(diff.std(ddof=1)) / np.sqrt(len(diff)))
     return float(diff.mean()) < -bar
+
+
+def with_factors(fitter: PathFitter, factors: GroupFactors) -> PathFitter:
+    """``fitter`` with each group's lengthscales (per column) times its factor."""
+    data = fitter.data
+    items = fitter.base_lengthscales * column_factors(data.item_space, factors.items)
+    contexts = fitter.context_lengthscales
+    if fitter.kind == "cgpm" and contexts is not None:
+        assert data.context_space is not None
+        contexts = contexts * column_factors(data.context_space, factors.contexts)
+    return replace(fitter, base_lengthscales=items, context_lengthscales=contexts)
 
 
 def column_factors(space: FeatureSpace, factors: dict[str, float]) -> np.ndarray:
@@ -113,10 +111,9 @@ def refine_group_lengthscales(
     """
     data = fitter.data
     context_space = data.context_space if fitter.kind == "cgpm" else None
-    rng = np.random.default_rng([fitter.seed, 3])
-    sub_train = np.sort(rng.choice(train, min(len(train), REFINE_TRAIN_DUELS), replace=False))
-    n_val = min(len(validation), REFINE_VALIDATION_DUELS)
-    sub_val = np.sort(rng.choice(validation, n_val, replace=False))
+    sub_train, sub_val = fitter.subsample(
+        train, validation, REFINE_TRAIN_DUELS, REFINE_VALIDATION_DUELS, stream=3
+    )
     blocks = [("item", name) for name in data.item_space.group_names]
     if context_space is not None:
         blocks += [("context", name) for name in context_space.group_names]
@@ -127,10 +124,7 @@ def refine_group_lengthscales(
 
     def score(factors: GroupFactors, note: str) -> np.ndarray:
         """Per-duel validation losses of the candidate's best penalty step."""
-        items, contexts = factors.apply(
-            data.item_space, fitter.base_lengthscales, context_space, fitter.context_lengthscales
-        )
-        trial = replace(fitter, base_lengthscales=items, context_lengthscales=contexts)
+        trial = with_factors(fitter, factors)
         step = progress.span(len(points) / n_candidates, (len(points) + 1) / n_candidates)
         step.update(f"Refining group lengthscales: {note}", 0.0)
         results = trial.fit(

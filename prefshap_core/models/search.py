@@ -44,7 +44,11 @@ from prefshap_core.models.hyperparameters import (
     SearchPoint,
     SearchRecord,
 )
-from prefshap_core.models.refine import REFINE_MIN_VALIDATION_DUELS, refine_group_lengthscales
+from prefshap_core.models.refine import (
+    REFINE_MIN_VALIDATION_DUELS,
+    refine_group_lengthscales,
+    with_factors,
+)
 from prefshap_core.progress import Progress
 from prefshap_core.solvers import SolverOptions, fit_logistic, fit_squared
 
@@ -83,6 +87,24 @@ class PathFitter:
         rng = np.random.default_rng(self.seed)
         count = min(n_centres or self.n_centres, n_train)
         return np.sort(rng.choice(n_train, count, replace=False))
+
+    def subsample(
+        self,
+        train: np.ndarray,
+        validation: np.ndarray,
+        n_train: int,
+        n_validation: int,
+        stream: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Seeded sorted subsets of at most ``n_train`` / ``n_validation`` duels.
+
+        ``stream`` keeps each stage's draw its own (the grid's ranking: 2; the
+        lengthscale refinement: 3).
+        """
+        rng = np.random.default_rng([self.seed, stream])
+        sub_train = np.sort(rng.choice(train, min(len(train), n_train), replace=False))
+        n_val = min(len(validation), n_validation)
+        return sub_train, np.sort(rng.choice(validation, n_val, replace=False))
 
     def duel_index(self, duels: np.ndarray) -> DuelIndex:
         data = self.data
@@ -284,13 +306,7 @@ def select_on_holdout(
         record.item_group_factors = factors.items
         record.context_group_factors = factors.contexts
         if not factors.is_identity():
-            context_space = fitter.data.context_space if fitter.kind == "cgpm" else None
-            items, contexts = factors.apply(
-                fitter.data.item_space, fitter.base_lengthscales, context_space,
-                fitter.context_lengthscales,
-            )  # fmt: skip
-            fitter = replace(fitter, base_lengthscales=items, context_lengthscales=contexts)
-            full = None
+            fitter, full = with_factors(fitter, factors), None
     if full is None:
         full = fitter.fit(
             train, validation, scales, penalties, progress.span(done, 1.0), utility_weights=weights
@@ -307,10 +323,9 @@ def _choose_result(fitter: PathFitter, results: list[PathResult], y_val: np.ndar
 
 def _rank_on_subsample(fitter, train, validation, scales, penalties, progress, weights):
     """The best (scale, weight) point of a fit on a seeded subsample with fewer centres."""
-    rng = np.random.default_rng([fitter.seed, 2])
-    sub_train = np.sort(rng.choice(train, SUBSAMPLE_TRAIN_DUELS, replace=False))
-    n_val = min(len(validation), SUBSAMPLE_VALIDATION_DUELS)
-    sub_val = np.sort(rng.choice(validation, n_val, replace=False))
+    sub_train, sub_val = fitter.subsample(
+        train, validation, SUBSAMPLE_TRAIN_DUELS, SUBSAMPLE_VALIDATION_DUELS, stream=2
+    )
     coarse = fitter.fit(
         sub_train, sub_val, scales, penalties, progress,
         n_centres=min(fitter.n_centres, SUBSAMPLE_CENTRES), utility_weights=weights,
