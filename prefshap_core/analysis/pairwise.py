@@ -20,7 +20,6 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.models.preference_function import PreferenceFunction
 
 
@@ -73,21 +72,11 @@ def preference_matrices(
 ) -> list[np.ndarray]:
     """One (n, k) matrix per context weighting, the kernels computed once."""
     compute = compute or Compute()
-    ls = compute.tensor(fn.lengthscales)
-    xi, xj = compute.tensor(np.atleast_2d(x_items)), compute.tensor(np.atleast_2d(x_opponents))
-    cl, cr = compute.tensor(fn.centres_left), compute.tensor(fn.centres_right)
-    kl_i, kr_i = rbf_gram(cl, xi, ls), rbf_gram(cr, xi, ls)  # (M, n)
-    kl_j, kr_j = rbf_gram(cl, xj, ls), rbf_gram(cr, xj, ls)  # (M, k)
+    items = fn.centre_kernels(x_items, compute)  # (M, n) each
+    opponents = fn.centre_kernels(x_opponents, compute)  # (M, k) each
     out = []
     for weights in context_weight_sets:
-        w = context_alpha(fn, weights, compute)
-        utility_part = (w @ (kl_i - kr_i))[:, None] - (w @ (kl_j - kr_j))[None, :]
-        if fn.kind == "upm":
-            g = utility_part
-        else:
-            g = (kl_i * w[:, None]).T @ kr_j - ((kl_j * w[:, None]).T @ kr_i).T
-            if fn.utility_weight:  # the sum kernel's utility bracket (docs/model-format.md)
-                g = g + fn.utility_weight * utility_part
+        g = fn.pair_block(context_alpha(fn, weights, compute), items, opponents)
         out.append(g.cpu().numpy().astype(np.float64))
     return out
 
@@ -97,9 +86,5 @@ def utility(fn: PreferenceFunction, x: np.ndarray, compute: Compute | None = Non
     if fn.kind != "upm":
         raise ValueError(f"only a UPM has a utility f(x), not a {fn.kind!r} model")
     compute = compute or Compute()
-    ls = compute.tensor(fn.lengthscales)
-    xt = compute.tensor(np.atleast_2d(x))
-    k = rbf_gram(compute.tensor(fn.centres_left), xt, ls) - rbf_gram(
-        compute.tensor(fn.centres_right), xt, ls
-    )
-    return (compute.tensor(fn.alpha) @ k).cpu().numpy().astype(np.float64)
+    k_left, k_right = fn.centre_kernels(x, compute)
+    return (compute.tensor(fn.alpha) @ (k_left - k_right)).cpu().numpy().astype(np.float64)

@@ -222,10 +222,7 @@ class PreferenceFunction:
         keys, inverse = np.unique(np.stack([a, b, ctx], 1), axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
 
-        ls = compute.tensor(self.lengthscales)
-        pool_t = compute.tensor(pool)
-        k_left = rbf_gram(compute.tensor(self.centres_left), pool_t, ls)  # (M, P)
-        k_right = rbf_gram(compute.tensor(self.centres_right), pool_t, ls)
+        k_left, k_right = self.centre_kernels(pool, compute)  # (M, P) each
         if with_context:
             alpha = compute.tensor(self.alpha)
             ku = self.context_kernel_to_centres(context_pool, compute)  # (M, C)
@@ -268,21 +265,45 @@ class PreferenceFunction:
         skew-symmetric with a zero diagonal.
         """
         compute = compute or Compute()
-        ls = compute.tensor(self.lengthscales)
-        pool_t = compute.tensor(pool)
-        k_left = rbf_gram(compute.tensor(self.centres_left), pool_t, ls)  # (M, P)
-        k_right = rbf_gram(compute.tensor(self.centres_right), pool_t, ls)
-        alpha = self.averaged_alpha(compute)
-        if self.kind == "upm":
-            f = alpha @ (k_left - k_right)
-            g = f[:, None] - f[None, :]
-        else:
-            a = (alpha[:, None] * k_left).T @ k_right
-            g = a - a.T
-            if self.utility_weight != 0:  # + w (f_a - f_b): skew-symmetric too
-                f = alpha @ (k_left - k_right)
-                g = g + self.utility_weight * (f[:, None] - f[None, :])
+        kernels = self.centre_kernels(pool, compute)
+        g = self.pair_block(self.averaged_alpha(compute), kernels)
         return g.cpu().numpy().astype(np.float64)
+
+    def centre_kernels(
+        self, rows: np.ndarray, compute: Compute
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(K(C_l, rows), K(C_r, rows))``, each (M, n): the centres' kernels to rows."""
+        ls = compute.tensor(self.lengthscales)
+        rows_t = compute.tensor(np.atleast_2d(rows))
+        k_left = rbf_gram(compute.tensor(self.centres_left), rows_t, ls)
+        return k_left, rbf_gram(compute.tensor(self.centres_right), rows_t, ls)
+
+    def pair_block(
+        self,
+        alpha: torch.Tensor,
+        items: tuple[torch.Tensor, torch.Tensor],
+        opponents: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """(n, k) ``g(item i, opponent j)`` from :meth:`centre_kernels` of both sides.
+
+        ``alpha``: the coefficients to use (a C-GPM's context-weighted ones).
+        ``opponents=None``: the items themselves, and then ``G = A - A'`` with
+        ``A = (alpha * K_l)' K_r`` (UPM: ``f_a - f_b``; a sum kernel adds
+        ``w (f_a - f_b)``), exactly skew-symmetric with a zero diagonal.
+        """
+        kl_i, kr_i = items
+        kl_j, kr_j = items if opponents is None else opponents
+        if self.kind == "upm" or self.utility_weight != 0:
+            f_i = alpha @ (kl_i - kr_i)
+            f_j = f_i if opponents is None else alpha @ (kl_j - kr_j)
+            utility = f_i[:, None] - f_j[None, :]
+            if self.kind == "upm":
+                return utility
+        a = (alpha[:, None] * kl_i).T @ kr_j
+        g = a - (a.T if opponents is None else ((alpha[:, None] * kl_j).T @ kr_i).T)
+        if self.utility_weight != 0:  # + w (f_a - f_b): skew-symmetric too
+            g = g + self.utility_weight * utility
+        return g
 
     def decision_for_ids(
         self,
