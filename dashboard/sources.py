@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 import secrets
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -263,9 +263,11 @@ def _restore_model(loaded: state.LoadedData, settings: dict | None) -> state.Tra
         return None
     from dashboard import services  # services imports this module
 
-    known = {f.name for f in fields(workflow.TrainSettings)}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items() if k in known}
-    return services.cached_model(loaded, workflow.TrainSettings(**values))
+    try:
+        train_settings = workflow.TrainSettings.from_record(settings)
+    except ValueError:  # a damaged record: no model to restore, never an error
+        return None
+    return services.cached_model(loaded, train_settings)
 
 
 def remember_session() -> None:
@@ -289,7 +291,7 @@ def remember_session() -> None:
         meta.update(
             files=list(loaded.files), lenient=loaded.lenient, use_columns=list(loaded.use_columns)
         )
-    meta["settings"] = asdict(model.result.settings) if model is not None else None
+    meta["settings"] = model.result.settings.as_dict() if model is not None else None
     text = json.dumps(meta, sort_keys=True)
     if record["token"] is None:
         record["token"] = secrets.token_hex(16)  # 128 random bits, never a content hash

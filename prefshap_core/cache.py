@@ -35,7 +35,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +143,7 @@ class DiskCache:
             info = json.loads((folder / "result.json").read_text(encoding="utf-8"))
             if info.get("format_version") != FORMAT_VERSION:
                 raise ValueError("cache format changed")
-            known = {f.name for f in fields(TrainSettings)}
-            settings = TrainSettings(**{k: v for k, v in info["settings"].items() if k in known})
+            settings = TrainSettings.from_record(info["settings"])
             with np.load(folder / "split.npz", allow_pickle=False) as npz:
                 split = Split(
                     train=npz["train"].astype(np.int64),
@@ -176,7 +174,7 @@ class DiskCache:
         info = {
             "format_version": FORMAT_VERSION,
             "data_name": result.data_name,
-            "settings": asdict(result.settings),
+            "settings": result.settings.as_dict(),
             "metrics": result.metrics,
             "baseline_metrics": result.baseline_metrics,
             "rankability": float(result.rankability),

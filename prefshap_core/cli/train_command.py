@@ -7,13 +7,16 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.data.build import load_directory
 from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
 from prefshap_core.datasets.registry import DATASET_NAMES, load_dataset
 from prefshap_core.models.model_file import save_model
+from prefshap_core.models.params import PARAMS, ParamSpec
 from prefshap_core.workflow.settings import TrainSettings
 from prefshap_core.workflow.training import LARGE_DUELS, expected_training_minutes, train
 
@@ -30,63 +33,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         required=True,
         help="dataset name (see `prefshap datasets`) or a folder with items.csv and duels.csv",
     )
-    parser.add_argument("--model", choices=("gpm", "upm", "cgpm"), default="gpm")
-    parser.add_argument("--seed", type=int, default=0, help="split, orientation and centres")
     parser.add_argument("--out", required=True, help="model file to write (.npz)")
     parser.add_argument("--data-dir", help="real datasets folder (default: $PREFSHAP_DATA_DIR)")
-    parser.add_argument("--n-centres", type=int, default=2000, help="Nyström centres (duels)")
-    parser.add_argument(
-        "--lengthscales",
-        type=_floats,
-        help="fix every item lengthscale (comma-separated, one per model column, model space)",
-    )
-    parser.add_argument("--lengthscale-scale", type=float, help="fix the lengthscale scale")
-    parser.add_argument(
-        "--lengthscale-scales",
-        type=_floats,
-        help="the lengthscale scales to search (comma-separated; default: sqrt(groups) times "
-        "0.25, 0.5, 1, 2, 4)",
-    )
-    parser.add_argument(
-        "--utility-weight",
-        type=_weight,
-        help="fix the utility weight w of the GPM / C-GPM kernel k_E + w k_UPM (0: plain GPM)",
-    )
-    parser.add_argument(
-        "--utility-weights",
-        type=_weights,
-        help="the utility weights to search (comma-separated, >= 0; default: 0,1,10,100,1000)",
-    )
-    parser.add_argument(
-        "--no-refine-lengthscales",
-        dest="refine_lengthscales",
-        action="store_false",
-        help="keep one lengthscale scale for every feature group (default: after the grid "
-        "search, each group's lengthscales are doubled or halved while the validation loss "
-        "falls; not done for fixed --lengthscales or K-fold selection)",
-    )
-    parser.add_argument(
-        "--context-lengthscales",
-        type=_floats,
-        help="fix the context lengthscales (comma-separated, C-GPM)",
-    )
-    parser.add_argument(
-        "--context-cme-lambda",
-        type=float,
-        help="regulariser of the context explanations' CMEs (C-GPM)",
-    )
-    parser.add_argument("--penalty", type=float, help="fix the penalty (else chosen on validation)")
-    parser.add_argument("--loss", choices=("logistic", "squared"), default="logistic")
-    parser.add_argument("--cme-lambda", type=float, help="regulariser of the explanations' CMEs")
-    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument(
-        "--backend",
-        choices=("torch", "falkon"),
-        default="torch",
-        help="solver: our torch FALKON (default) or the falkon package",
-    )
-    parser.add_argument("--baseline", action="store_true", help="also fit a UPM and report it")
+    add_param_flags(parser)
     parser.add_argument(
         "--lenient",
         action="store_true",
@@ -145,26 +94,7 @@ def run(args: argparse.Namespace) -> int:
         target = args.rejected_out or _beside(args.out, ".rejected.csv")
         write_rejected(data.report.rejected, target, "prefshap train")
     _warn_if_large(data.n_duels, args.quiet)
-    settings = TrainSettings(
-        kind=args.model,
-        seed=args.seed,
-        n_centres=args.n_centres,
-        lengthscales=args.lengthscales,
-        lengthscale_scale=args.lengthscale_scale,
-        lengthscale_scales=args.lengthscale_scales,
-        utility_weight=args.utility_weight,
-        utility_weights=args.utility_weights,
-        refine_lengthscales=args.refine_lengthscales,
-        context_lengthscales=args.context_lengthscales,
-        context_cme_lambda=args.context_cme_lambda,
-        penalty=args.penalty,
-        loss=args.loss,
-        cme_lambda=args.cme_lambda,
-        dtype=args.dtype,
-        device=args.device,
-        backend=args.backend,
-        baseline=args.baseline,
-    )
+    settings = settings_from_flags(args)
     # stdout holds only the JSON line: anything a backend prints (falkon's own
     # progress) goes to stderr with ours.
     with contextlib.redirect_stdout(sys.stderr):
@@ -197,27 +127,54 @@ def _warn_if_large(n_duels: int, quiet: bool) -> None:
     )
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers, got {text!r}"
-        ) from None
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError("lengthscales must be positive")
-    return values
+def add_param_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per training parameter of the spec table (``models.params.PARAMS``).
+
+    A "bool" spec is a switch: ``--no-<name>`` turns a default on off, any other flag
+    is opt-in (off unless given). Numbers are checked against the spec's range while
+    parsing, so a wrong value stops with the usage before any data is read.
+    """
+    for spec in PARAMS:
+        if spec.value == "bool":
+            action = "store_false" if spec.flag.startswith("--no-") else "store_true"
+            parser.add_argument(spec.flag, dest=spec.name, action=action, help=spec.help)
+            continue
+        kwargs: dict[str, Any] = {"choices": spec.choices} if spec.choices else {}
+        if spec.value in ("int", "float", "floats"):
+            kwargs["type"] = _number_reader(spec)
+        parser.add_argument(
+            spec.flag, dest=flag_dest(spec), default=spec.default, help=spec.help, **kwargs
+        )
 
 
-def _weight(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (value >= 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError("utility weights must be finite numbers >= 0")
-    return value
+def flag_dest(spec: ParamSpec) -> str:
+    """The ``argparse`` attribute of a spec's flag (``--model`` is ``args.model``)."""
+    return spec.name if spec.value == "bool" else spec.flag.removeprefix("--").replace("-", "_")
 
 
-def _weights(text: str) -> tuple[float, ...]:
-    return tuple(_weight(v) for v in text.split(","))
+def settings_from_flags(args: argparse.Namespace) -> TrainSettings:
+    return TrainSettings(**{spec.name: getattr(args, flag_dest(spec)) for spec in PARAMS})
+
+
+_EXPECTED = {"int": "a whole number", "float": "a number", "floats": "comma-separated numbers"}
+
+
+def _number_reader(spec: ParamSpec) -> Callable[[str], Any]:
+    def read(text: str) -> Any:
+        try:
+            if spec.value == "floats":
+                value: Any = tuple(float(v) for v in text.split(","))
+            else:
+                value = int(text) if spec.value == "int" else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {_EXPECTED[spec.value]}, got {text!r}"
+            ) from None
+        try:
+            return spec.check(value)
+        except ValueError:
+            noun = spec.name.replace("_", " ")
+            raise argparse.ArgumentTypeError(f"{noun} must be {spec.bound()}") from None
+
+    read.__name__ = spec.value  # argparse names the type in its messages
+    return read

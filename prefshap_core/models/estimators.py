@@ -10,6 +10,7 @@ model file's arrays), so saving, evaluating and explaining all go through it.
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, ClassVar
 
@@ -47,15 +48,15 @@ class PreferenceModel:
         *,
         n_centres: int = 2000,
         loss: str = "logistic",
-        lengthscales: np.ndarray | None = None,
+        lengthscales: np.ndarray | tuple[float, ...] | None = None,
         lengthscale_scale: float | None = None,
         lengthscale_scales: tuple[float, ...] | None = None,
-        context_lengthscales: np.ndarray | None = None,
+        context_lengthscales: np.ndarray | tuple[float, ...] | None = None,
         penalty: float | None = None,
         penalty_path: tuple[float, ...] = PENALTY_PATH,
         cg_iterations: tuple[int, ...] = CG_ITERATIONS,
         utility_weight: float | None = None,
-        utility_weights: tuple[float, ...] = UTILITY_WEIGHTS,
+        utility_weights: tuple[float, ...] | None = None,  # None: UTILITY_WEIGHTS
         refine_lengthscales: bool = True,
         cme_lambda: float | None = None,
         context_cme_lambda: float | None = None,
@@ -85,17 +86,24 @@ class PreferenceModel:
         self.compute = compute
         self.solver = solver
 
+    @classmethod
+    def param_names(cls) -> tuple[str, ...]:
+        """The parameters: the keyword-only arguments of ``__init__`` (scikit-learn style)."""
+        signature = inspect.signature(cls.__init__).parameters.values()
+        return tuple(p.name for p in signature if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
     def get_params(self) -> dict[str, Any]:
-        return {
-            name: getattr(self, name)
-            for name in (
-                "n_centres", "loss", "lengthscales", "lengthscale_scale",
-                "lengthscale_scales", "context_lengthscales", "penalty", "penalty_path",
-                "cg_iterations", "utility_weight", "utility_weights", "refine_lengthscales",
-                "cme_lambda", "context_cme_lambda", "selection", "backend", "seed",
-                "compute", "solver",
-            )
-        }  # fmt: skip
+        """The parameters as given to ``__init__`` (or ``set_params``)."""
+        return {name: getattr(self, name) for name in self.param_names()}
+
+    def set_params(self, **params: Any) -> PreferenceModel:
+        """Change parameters (a refit uses them); an unknown name is a ValueError."""
+        unknown = sorted(set(params) - set(self.param_names()))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) of {type(self).__name__}: {', '.join(unknown)}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
 
     # -- fitting -------------------------------------------------------------------
     def fit(
@@ -243,7 +251,10 @@ class PreferenceModel:
         """The utility weights to search: the fixed one, else the grid (UPM: none)."""
         if self.kind == "upm":
             return [0.0]  # all utility already: the weight is ignored
-        given = [self.utility_weight] if self.utility_weight is not None else self.utility_weights
+        if self.utility_weight is not None:
+            given: Any = [self.utility_weight]
+        else:
+            given = UTILITY_WEIGHTS if self.utility_weights is None else self.utility_weights
         weights = [float(w) for w in given]
         if not weights or not all(np.isfinite(w) and w >= 0 for w in weights):
             raise ValueError("utility weights must be one or more finite numbers >= 0")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from prefshap_core.data.duel_data import DuelData
+from prefshap_core.models.params import spec
 from prefshap_core.workflow.settings import TrainSettings
 
 
@@ -59,5 +59,23 @@ def _hash_part(h: Any, label: str, value: Any) -> None:
     h.update(array.tobytes())
 
 
+# The settings every fingerprint has held, at any value, since the first release. A
+# parameter added since keys the cache only when set away from its default: a model
+# trained before it existed (so, at its default) keeps its fingerprint and still resolves.
+FINGERPRINTED_ALWAYS = frozenset(
+    {
+        "kind", "seed", "n_centres", "lengthscales", "lengthscale_scale", "lengthscale_scales",
+        "utility_weight", "utility_weights", "refine_lengthscales", "context_lengthscales",
+        "penalty", "loss", "cme_lambda", "context_cme_lambda", "dtype", "device", "backend",
+        "baseline",
+    }
+)  # fmt: skip
+
+
 def settings_fingerprint(settings: TrainSettings) -> str:
-    return hashlib.sha256(json.dumps(asdict(settings), sort_keys=True).encode()).hexdigest()[:20]
+    keyed = {
+        name: value
+        for name, value in settings.as_dict().items()
+        if name in FINGERPRINTED_ALWAYS or value != spec(name).default
+    }
+    return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:20]

@@ -146,8 +146,7 @@ def _train_within_budget(
     if small:
         # The chosen lengthscales themselves (refined groups included), as fixed ones.
         context_ls = model.context_lengthscales_
-        chosen_point = replace(
-            settings,
+        chosen_point = settings.replace(
             lengthscales=tuple(model.lengthscales_),
             lengthscale_scale=None,
             lengthscale_scales=None,
