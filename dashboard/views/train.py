@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 
 import pandas as pd
 import streamlit as st
@@ -14,6 +13,7 @@ from dashboard.components.export import file_stem, model_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
+from dashboard.components.train_form import FormContext, form_rows, render_rows
 from prefshap_core.compute import default_compute
 from prefshap_core.workflow import TrainSettings
 
@@ -40,177 +40,30 @@ METRIC_NAMES = {
 
 
 def _settings_form(loaded: state.LoadedData) -> TrainSettings:
-    fp = loaded.fingerprint
-    kinds = ["cgpm", "gpm", "upm"] if loaded.has_context else ["gpm", "upm"]
-    kind = st.radio(
-        "Model",
-        kinds,
-        format_func=lambda k: MODELS[k][0],
-        horizontal=True,
-        key=f"train:kind:{fp}",
-        persist_state=state.PERSIST,
-        captions=[MODELS[k][1] for k in kinds],
+    data = loaded.data
+    context = FormContext(
+        fingerprint=loaded.fingerprint,
+        item_columns=data.item_space.feature_names,
+        context_columns=None if data.context_space is None else data.context_space.feature_names,
+        offered={
+            "kind": ("cgpm", "gpm", "upm") if loaded.has_context else ("gpm", "upm"),
+            "device": ("cpu",) + (("cuda",) if default_compute().device == "cuda" else ()),
+            # The optional falkon package is offered only where it is installed.
+            "backend": ("torch",) + (("falkon",) if importlib.util.find_spec("falkon") else ()),
+        },
     )
+    kinds = context.offered["kind"]
+    model_widget = {
+        "format_func": lambda k: MODELS[k][0],
+        "captions": [MODELS[k][1] for k in kinds],
+    }
+    values = render_rows(form_rows(context, "basic"), {"kind": model_widget})
     if not loaded.has_context:
         st.caption("C-GPM needs context columns in the duels table; this dataset has none.")
-    auto = "automatic"
     with st.expander("Advanced: override the automatic hyperparameters"):
         st.caption("Empty fields are chosen automatically on the validation split.")
-        c = st.columns(3)
-        seed = c[0].number_input(
-            "Seed (split, centres)", min_value=0, value=0, step=1, key="train:seed",
-            persist_state=state.PERSIST,
-        )  # fmt: skip
-        n_centres = c[1].number_input(
-            "Nyström centres", min_value=10, max_value=50_000, value=2000, step=100,
-            key="train:centres", persist_state=state.PERSIST,
-            help="More centres: a more flexible model, slower training and explanations.",
-        )  # fmt: skip
-        loss = c[2].selectbox(
-            "Loss", ["logistic", "squared"], key="train:loss", persist_state=state.PERSIST
-        )
-        c = st.columns(3)
-        lengthscale_scale = c[0].number_input(
-            "Lengthscale scale", min_value=1e-3, value=None, placeholder=auto, format="%g",
-            key="train:ls", persist_state=state.PERSIST,
-            help="Multiplies the median-heuristic lengthscales of every feature.",
-        )  # fmt: skip
-        penalty = c[1].number_input(
-            "Penalty (λ)", min_value=1e-12, value=None, placeholder=auto, format="%g",
-            key="train:penalty", persist_state=state.PERSIST,
-        )  # fmt: skip
-        cme_lambda = c[2].number_input(
-            "CME regulariser (explanations)", min_value=1e-12, value=None, placeholder=auto,
-            format="%g", key="train:cme", persist_state=state.PERSIST,
-        )  # fmt: skip
-        c = st.columns(3)
-        utility_weight = None
-        if kind != "upm":
-            utility_weight = c[0].number_input(
-                "Utility weight (w)", min_value=0.0, value=None, placeholder=auto, format="%g",
-                key="train:utility_weight", persist_state=state.PERSIST,
-                help="Kernel k_E + w k_UPM: the generalised part plus w times a utility "
-                "model. 0: the plain GPM; empty: chosen on validation.",
-            )  # fmt: skip
-            with c[1]:
-                utility_weights = _numbers_input(
-                    "Utility weights to search", "train:utility_weights", "0, 1, 10, 100, 1000",
-                    allow_zero=True,
-                )  # fmt: skip
-        else:
-            utility_weights = None
-        with c[2]:
-            lengthscale_scales = _numbers_input(
-                "Lengthscale scales to search", "train:ls_scales",
-                "sqrt(groups) x 0.25, 0.5, 1, 2, 4", allow_zero=False,
-            )  # fmt: skip
-        lengthscales = _lengthscales_input(
-            "Item lengthscales", loaded.data.item_space.feature_names, f"train:lengthscales:{fp}"
-        )
-        refine = st.checkbox(
-            "Refine each feature group's lengthscales", value=True, key="train:refine",
-            persist_state=state.PERSIST,
-            help="After the grid search, double or halve one group's lengthscales at a time "
-            "while the validation loss falls (a deciding feature gets a short lengthscale, "
-            "noise a long one). Not done for fixed item lengthscales or small data "
-            "(K-fold selection).",
-        )  # fmt: skip
-        context_lengthscales = context_cme_lambda = None
-        if loaded.has_context and kind == "cgpm":
-            assert loaded.data.context_space is not None
-            c = st.columns([2, 1])
-            with c[0]:
-                context_lengthscales = _lengthscales_input(
-                    "Context lengthscales", loaded.data.context_space.feature_names,
-                    f"train:context_lengthscales:{fp}",
-                )  # fmt: skip
-            context_cme_lambda = c[1].number_input(
-                "Context CME regulariser", min_value=1e-12, value=None, placeholder=auto,
-                format="%g", key="train:context_cme", persist_state=state.PERSIST,
-            )  # fmt: skip
-        c = st.columns(4)
-        dtype = c[0].selectbox(
-            "Precision", ["float64", "float32"], key="train:dtype", persist_state=state.PERSIST
-        )
-        devices = ["cpu"] + (["cuda"] if default_compute().device == "cuda" else [])
-        device = c[1].selectbox("Device", devices, key="train:device", persist_state=state.PERSIST)
-        # The optional falkon package is offered only where it is installed.
-        backends = ["torch"] + (["falkon"] if importlib.util.find_spec("falkon") else [])
-        backend = c[2].selectbox(
-            "Solver", backends, key="train:backend", persist_state=state.PERSIST,
-            help="torch: the built-in FALKON-style solver; falkon: the optional package.",
-        )  # fmt: skip
-        baseline = c[3].checkbox(
-            "Also fit a UPM baseline", value=True, key="train:baseline",
-            persist_state=state.PERSIST,
-        )  # fmt: skip
-    return TrainSettings(
-        kind=kind,
-        seed=int(seed),
-        n_centres=int(n_centres),
-        lengthscales=lengthscales,
-        lengthscale_scale=lengthscale_scale,
-        lengthscale_scales=lengthscale_scales,
-        utility_weight=utility_weight,
-        utility_weights=utility_weights,
-        refine_lengthscales=bool(refine),
-        context_lengthscales=context_lengthscales,
-        context_cme_lambda=context_cme_lambda,
-        penalty=penalty,
-        loss=loss,
-        cme_lambda=cme_lambda,
-        dtype=dtype,
-        device=device,
-        backend=backend,
-        baseline=bool(baseline),
-    )
-
-
-def _numbers_input(
-    label: str, key: str, placeholder: str, *, allow_zero: bool
-) -> tuple[float, ...] | None:
-    """An optional comma-separated grid; a wrong entry is named and not used."""
-    text = st.text_input(
-        label, placeholder=f"automatic ({placeholder})", key=key, persist_state=state.PERSIST
-    ).strip()
-    if not text:
-        return None
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        values = ()
-    low_ok = all((v >= 0) if allow_zero else (v > 0) for v in values)
-    if not values or not low_ok or not all(math.isfinite(v) for v in values):
-        bound = ">= 0" if allow_zero else "> 0"
-        st.error(f"{label}: give comma-separated numbers {bound}; using the automatic grid.")
-        return None
-    return values
-
-
-def _lengthscales_input(label: str, columns: tuple[str, ...], key: str) -> tuple[float, ...] | None:
-    """Optional per-column lengthscales; a wrong entry is named and not used."""
-    text = st.text_input(
-        f"{label} ({len(columns)}, comma-separated)",
-        placeholder="automatic (median heuristic x scale)",
-        key=key,
-        persist_state=state.PERSIST,
-        help="In model space (standardised columns), in this order: "
-        + ", ".join(md(c) for c in columns),
-    ).strip()
-    if not text:
-        return None
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        st.error(f"{label}: not a comma-separated list of numbers; using automatic ones.")
-        return None
-    if len(values) != len(columns) or min(values) <= 0:
-        st.error(
-            f"{label}: give {len(columns)} positive numbers (one per column: "
-            f"{', '.join(md(c) for c in columns)}); got {len(values)}. Using automatic ones."
-        )
-        return None
-    return values
+        values.update(render_rows(form_rows(context, "advanced", values["kind"])))
+    return TrainSettings(**values)
 
 
 def _specr_sentence(specr: float, auc: float, upm_auc: float | None) -> str:
