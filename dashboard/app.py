@@ -1,8 +1,9 @@
 """Pref-SHAP Studio: the Streamlit entry point (``streamlit run dashboard/app.py``).
 
 It sets up the session, prepares the first-screen demo, and hands over to the page
-the user picked. The pages (dashboard/views/*.py) are thin: they call ``services``
-(cached engine calls) and ``components`` (widgets shared between pages).
+the user picked. The pages are listed in ``dashboard/pages.py``; their scripts
+(dashboard/views/*.py) are thin: they call ``services`` (cached engine calls) and
+``components`` (widgets shared between pages).
 
 Why ``views/`` and not ``pages/``: Streamlit treats a ``pages/`` folder next to the
 entry point as a legacy (v1) multipage app until ``st.navigation`` has run once in
@@ -30,23 +31,11 @@ if str(_ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import links, services, sources, state  # noqa: E402
+from dashboard import links, pages, services, sources, state  # noqa: E402
 from dashboard.components.guard import run_guarded  # noqa: E402
 from dashboard.components.progress import job_panel  # noqa: E402
 from dashboard.components.text import md  # noqa: E402
 from prefshap_core.progress import Progress  # noqa: E402
-
-PAGES = {
-    "data": ("views/data.py", "Data", ":material/table_view:"),
-    "train": ("views/train.py", "Train", ":material/model_training:"),
-    "explain": ("views/explain.py", "Explain", ":material/insights:"),
-    "players": ("views/players.py", "Players", ":material/person_search:"),
-    "duel": ("views/duel.py", "Duel", ":material/sports_mma:"),
-    "head-to-head": ("views/head_to_head.py", "Head-to-head", ":material/compare_arrows:"),
-    "rankings": ("views/rankings.py", "Rankings", ":material/leaderboard:"),
-    "intransitivity": ("views/intransitivity.py", "Intransitivity", ":material/cycle:"),
-}
-FIRST_PAGE = "explain"  # the demo's explanation: useful at once
 
 
 def _prepare_demo() -> None:
@@ -93,15 +82,12 @@ def main() -> None:
         job.touch()
     run_guarded(sources.restore_from_url)  # a reload: this session's dataset and model
     services.collect_finished_jobs()
-    pages = {
-        name: st.Page(path, title=title, icon=icon, url_path=name, default=name == FIRST_PAGE)
-        for name, (path, title, icon) in PAGES.items()
-    }
-    page = st.navigation(list(pages.values()))
+    built = {view: view.page() for view in pages.ALL}  # this run's own st.Page objects
+    page = st.navigation(list(built.values()))
+    current = next(view for view, made in built.items() if made is page)
     run_guarded(_prepare_demo)
     run_guarded(links.apply)  # a new URL opens the view it describes
-    current = next((name for name, (_, title, _) in PAGES.items() if title == page.title), "")
-    run_guarded(lambda: _sidebar(current))
+    run_guarded(lambda: _sidebar(current.url_path))
     page.run()
     run_guarded(sources.remember_session)  # what a reload restores; the URL's token
 

@@ -1,7 +1,8 @@
 """Deep links: every view's state in ``st.query_params``, so a copied URL reopens it.
 
 Parameter names (the contract): ``dataset, model, player, view, duel, a, b,
-context``; the page is the URL path. ``dataset`` is a built-in dataset's name
+context``; the page is the URL path (``View.url_path`` in :mod:`dashboard.pages`,
+also a contract). ``dataset`` is a built-in dataset's name
 (``demo``, ``pokemon``, ...) or, for an upload, the session-restore token that the
 Data page gives it (uploads reopen while they are in the server's cache);
 ``model`` is the model's settings fingerprint (reloaded from the disk cache);
@@ -14,10 +15,12 @@ after that the pages write their state into it, so widgets and URL never fight.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import numpy as np
 import streamlit as st
 
-from dashboard import services, sources, state
+from dashboard import pages, services, sources, state
 
 PARAMS = ("dataset", "model", "player", "view", "duel", "a", "b", "context")
 BUILTIN_PREFIX = "builtin:"
@@ -90,8 +93,8 @@ def apply() -> None:
             state.select_duel(loaded, int(hits[0]), seen_from)
 
 
-def write(**view: str | None) -> None:
-    """Put the current view into the URL: dataset and model, plus the page's own state."""
+def _params(view: dict[str, str | None]) -> dict[str, str]:
+    """The parameters of the current dataset and model, plus ``view`` (a page's state)."""
     loaded = state.active()
     params: dict[str, str] = {}
     if loaded is not None:
@@ -106,6 +109,18 @@ def write(**view: str | None) -> None:
             raise ValueError(f"unknown query parameter {key!r}")
         if value is not None and value != "":
             params[key] = str(value)
+    return params
+
+
+def url(page: pages.View, **view: str | None) -> str:
+    """A relative link to ``page`` showing ``view`` (e.g. ``a=``, ``b=``) on the current
+    dataset and model, for a Markdown link: the session it opens applies it."""
+    return f"{page.url_path}?{urlencode(_params(view))}"
+
+
+def write(**view: str | None) -> None:
+    """Put the current view into the URL: dataset and model, plus the page's own state."""
+    params = _params(view)
     if params != {k: st.query_params[k] for k in st.query_params}:
         st.query_params.from_dict(params)
     state.remember_link(params)

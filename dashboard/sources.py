@@ -291,7 +291,7 @@ def remember_session() -> None:
         meta.update(
             files=list(loaded.files), lenient=loaded.lenient, use_columns=list(loaded.use_columns)
         )
-    meta["settings"] = model.result.settings.as_dict() if model is not None else None
+    meta["settings"] = model.settings.as_dict() if model is not None else None
     text = json.dumps(meta, sort_keys=True)
     if record["token"] is None:
         record["token"] = secrets.token_hex(16)  # 128 random bits, never a content hash

@@ -21,7 +21,9 @@ import streamlit as st
 
 from dashboard.jobs import Job
 from prefshap_core.data import DuelData
-from prefshap_core.workflow import TrainingResult
+from prefshap_core.data.duel_data import Split
+from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.workflow import TrainingResult, TrainSettings
 
 PERSIST = "session"  # persist_state of widgets whose value survives page switches
 
@@ -65,14 +67,30 @@ class LoadedData:
 
 @dataclass(frozen=True, eq=False)
 class TrainedModel:
-    result: TrainingResult
+    """A model of this session: what training returned, and its cache keys."""
+
+    result: TrainingResult  # metrics, timings, the UPM baseline
     data_fp: str
     settings_fp: str
     from_cache: bool = False  # loaded from the disk cache instead of trained now
 
     @property
+    def function(self) -> PreferenceFunction:
+        """The fitted preference function g (what explanations and analyses evaluate)."""
+        return self.result.function
+
+    @property
+    def settings(self) -> TrainSettings:
+        return self.result.settings
+
+    @property
+    def split(self) -> Split:
+        """The duels it was trained, tuned and tested on."""
+        return self.result.split
+
+    @property
     def kind(self) -> str:
-        return self.result.settings.kind
+        return self.settings.kind
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,15 +15,7 @@ from test_dashboard_support import (
     texts,
 )
 
-PAGES = {
-    "data": "Data",
-    "train": "Train",
-    "explain": "Explain",
-    "players": "Players",
-    "duel": "Duel",
-    "head_to_head": "Head-to-head",
-    "rankings": "Rankings",
-}
+from dashboard import pages
 
 
 def test_first_screen_is_the_demo_explained() -> None:
@@ -38,25 +30,25 @@ def test_first_screen_is_the_demo_explained() -> None:
 
 def test_navigation_through_every_page_with_exports() -> None:
     at = new_app()
-    for page, title in PAGES.items():
+    for page in pages.ALL:
         at = goto(at, page)
         assert_clean(at)
-        assert [t.value for t in at.title] == [title]
+        assert [t.value for t in at.title] == [page.title]
         labels = set(export_labels(at))
-        if page == "players":
+        if page == pages.PLAYERS:
             assert len(at.get("plotly_chart")) == 3  # beehive, bar, dependence of its duels
             assert {"PNG", "SVG", "HTML", "CSV", "Duels (CSV)"} <= labels
-        elif page == "duel":
+        elif page == pages.DUEL:
             assert len(at.get("plotly_chart")) == 1  # the waterfall
             assert {"PNG", "SVG", "HTML", "CSV"} <= labels
-        elif page == "train":
+        elif page == pages.TRAIN:
             assert {"Model file (.npz)", "Metrics (.json)"} <= labels
-        elif page == "explain":
+        elif page == pages.EXPLAIN:
             assert len(at.get("plotly_chart")) == 3
-        elif page == "head_to_head":
+        elif page == pages.HEAD_TO_HEAD:
             assert len(at.get("plotly_chart")) == 1  # the pair's waterfall
             assert {"PNG", "SVG", "HTML", "CSV"} <= labels
-        elif page == "rankings":
+        elif page == pages.RANKINGS:
             assert "Rankings (CSV)" in labels
 
 

@@ -16,6 +16,8 @@ from test_dashboard_support import (
     texts,
 )
 
+from dashboard import pages
+
 VIEW_WORD = {"all": "all duels", "losses": "losses", "wins": "wins"}
 
 
@@ -123,14 +125,14 @@ def test_duel_by_id() -> None:
 
 
 def test_unexpected_errors_are_friendly(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefshap_core import workflow
+    from dashboard.services import views_data
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug deep inside")
 
     at = new_app()
-    monkeypatch.setattr(workflow, "item_record", broken)
-    at.switch_page("views/players.py").run()
+    monkeypatch.setattr(views_data, "item_record", broken)  # the page's call, cached or not
+    at.switch_page(pages.PLAYERS.script).run()
     assert not at.exception  # no traceback reached Streamlit
     assert [e.value for e in at.error] == [
         "Something went wrong here. Your data and models are kept: try again, or switch "

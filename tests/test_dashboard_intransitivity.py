@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs, urlsplit
 
 from test_dashboard_support import (
     assert_clean,
@@ -37,7 +38,12 @@ def test_demo_page_shows_share_cycles_links_and_the_potential() -> None:
     assert int(metrics["Cyclic triangles (model)"].replace(",", "")) > 0
     assert int(metrics["Cyclic triangles (data)"].replace(",", "")) > 0
     shown = texts(at)
-    links = re.findall(r"\(\?page=head-to-head&a=([^&)]+)&b=([^)]+)\)", shown)
+    # Each edge opens the Head-to-head page of its pair on this dataset and model.
+    targets = re.findall(r"\]\((head-to-head\?[^)]+)\)", shown)
+    queries = [parse_qs(urlsplit(target).query) for target in targets]
+    model = at.session_state["models"][fp].settings_fp
+    assert all(q["dataset"] == ["demo"] and q["model"] == [model] for q in queries)
+    links = [(q["a"][0], q["b"][0]) for q in queries]
     assert len(links) >= 3 * 20  # 20 model cycles, three edges each, and the data's
     first = links[:3]  # one cycle: a > b, b > c, c > a
     assert first[0][1] == first[1][0] and first[1][1] == first[2][0] and first[2][1] == first[0][0]

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard import pages
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "dashboard" / "app.py"
 SAMPLE = ROOT / "sample_data"
@@ -65,9 +67,14 @@ def settle(at: AppTest, timeout_s: float = TIMEOUT_S) -> AppTest:
     return at
 
 
-def goto(at: AppTest, page: str) -> AppTest:
-    """Open dashboard/views/<page>.py and wait for its work to finish."""
-    at.switch_page(f"views/{page}.py")
+# Pages by their script's name ("head_to_head"), the names the tests use.
+PAGES_BY_NAME = {Path(view.script).stem: view for view in pages.ALL}
+
+
+def goto(at: AppTest, page: pages.View | str) -> AppTest:
+    """Open a page (or the page of dashboard/views/<page>.py) and wait for its work."""
+    view = page if isinstance(page, pages.View) else PAGES_BY_NAME[page]
+    at.switch_page(view.script)
     return settle(at)
 
 
@@ -112,7 +119,7 @@ def sample_upload(
 
     ``lenient``: set the page's lenient toggle first (None: leave it as it is).
     """
-    at.switch_page("views/data.py").run()
+    at.switch_page(pages.DATA.script).run()
     at.button_group(key="data:source").set_value("Upload CSV files").run()
     if lenient is not None:
         at.toggle(key="data:lenient").set_value(lenient).run()

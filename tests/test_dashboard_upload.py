@@ -19,6 +19,8 @@ from test_dashboard_support import (
     texts,
 )
 
+from dashboard import pages
+
 BAD_ROWS = (SAMPLE / "duels.csv").read_text() + "c01,nobody,c01,indoor\nc02,c03,,indoor\n"
 
 
@@ -51,7 +53,7 @@ def test_two_uploads_get_distinct_names() -> None:
 
 def test_contexts_table_upload_and_id_like_opt_in() -> None:
     at = new_app()
-    at.switch_page("views/data.py").run()
+    at.switch_page(pages.DATA.script).run()
     at.button_group(key="data:source").set_value("Upload CSV files").run()
     items = "id,speed,badge_id\n" + "".join(f"p{k},{k % 7},{k}\n" for k in range(30))
     duels = "left,right,winner,fan\n" + "".join(
@@ -76,7 +78,7 @@ def test_contexts_table_upload_and_id_like_opt_in() -> None:
 
 def test_a_reload_restores_the_upload_and_its_model_by_a_random_token() -> None:
     at = sample_upload(new_app())
-    at.switch_page("views/train.py").run()
+    at.switch_page(pages.TRAIN.script).run()
     next(b for b in at.button if b.label == "Train").click().run()
     at = settle(at)
     assert_clean(at)

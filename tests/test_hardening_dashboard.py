@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dashboard import services
+from dashboard import pages, services
 from dashboard.services import demo
 from prefshap_core.progress import Progress
 
@@ -75,7 +75,7 @@ def test_user_strings_are_shown_literally_never_as_markdown() -> None:
 
 
 def test_unexpected_error_details_name_no_server_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefshap_core import workflow
+    from dashboard.services import views_data
 
     secret = str(Path(__file__).resolve().parent / "private" / "secret.npz")
 
@@ -83,8 +83,8 @@ def test_unexpected_error_details_name_no_server_paths(monkeypatch: pytest.Monke
         raise FileNotFoundError(2, "No such file or directory", secret)
 
     at = new_app()
-    monkeypatch.setattr(workflow, "item_record", broken)
-    at.switch_page("views/players.py").run()
+    monkeypatch.setattr(views_data, "item_record", broken)  # the page's call, cached or not
+    at.switch_page(pages.PLAYERS.script).run()
     assert not at.exception
     details = "\n".join(str(c.value) for c in at.get("code"))
     assert "FileNotFoundError" in details and "secret.npz" in details

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from dashboard import services, state
+from dashboard import pages, services, state
 from dashboard.components.export import figure_exports, file_stem
 from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
@@ -35,12 +35,12 @@ def require_model() -> tuple[state.LoadedData, state.TrainedModel] | None:
     loaded = state.active()
     if loaded is None:
         st.info("Choose or upload a dataset first.")
-        st.page_link("views/data.py", label="Go to Data", icon=":material/table_view:")
+        st.page_link(pages.DATA.page(), label="Go to Data")
         return None
     model = state.model_for(loaded)
     if model is None:
         st.info(f"No model on **{md(loaded.title)}** yet: train one first.")
-        st.page_link("views/train.py", label="Go to Train", icon=":material/model_training:")
+        st.page_link(pages.TRAIN.page(), label="Go to Train")
         return None
     return loaded, model
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, services, state
+from dashboard import links, pages, services, state
 from dashboard.components.explanations import PLOT_CONFIG, fetch, require_model
 from dashboard.components.export import figure_exports, file_stem, provenance, table_download
 from dashboard.components.formats import percent
@@ -15,8 +15,7 @@ from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.components.utility_split import duel_caption
-from prefshap_core import workflow
-from prefshap_core.analysis.head_to_head import meetings
+from dashboard.services import views_data
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import explanation_to_csv, waterfall
 from prefshap_core.plots.waterfall import sigmoid
@@ -25,7 +24,7 @@ from prefshap_core.plots.waterfall import sigmoid
 def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int, str | None]:
     data = loaded.data
     chosen = state.selected_duel(loaded)
-    duel, seen_from = chosen if chosen else (int(model.result.split.test[0]), None)
+    duel, seen_from = chosen if chosen else (int(model.split.test[0]), None)
     c = st.columns([2, 2, 1], vertical_alignment="bottom")
     with c[2]:
         precision_control("duel")
@@ -52,9 +51,8 @@ def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int
 
 def _by_names(loaded: state.LoadedData, typed: str, where) -> None:
     """Open the duel(s) of two items named "A vs B", or say why not."""
-    data = loaded.data
     try:
-        pair = workflow.parse_pair(data, typed)
+        pair = views_data.find_pair(loaded, typed)
     except KeyError as exc:
         where.error(f"{md(exc.args[0])}: type a duel id or “A vs B”.")
         return
@@ -62,12 +60,11 @@ def _by_names(loaded: state.LoadedData, typed: str, where) -> None:
         where.error(f"No duel has the id {md(repr(typed))}; for two items, type “A vs B”.")
         return
     a, b = pair
-    met = meetings(data, a, b)
+    met = views_data.pair_meetings(loaded, a, b)
     if met.n_duels == 0:
         where.warning(f"{md(typed)} never met in the data: the Head-to-head page shows them.")
         state.select_pair(loaded, a, b)
-        where.page_link("views/head_to_head.py", label="Open the head-to-head",
-                        icon=":material/compare_arrows:")  # fmt: skip
+        where.page_link(pages.HEAD_TO_HEAD.page(), label="Open the head-to-head")
         return
     if met.n_duels > 1:
         st.session_state[f"duel:meetings:{loaded.fingerprint}"] = (a, b)
@@ -80,7 +77,7 @@ def _other_meetings(loaded: state.LoadedData, duel: int) -> None:
     pair = st.session_state.get(f"duel:meetings:{loaded.fingerprint}")
     if not pair:
         return
-    met = meetings(loaded.data, *pair)
+    met = views_data.pair_meetings(loaded, *pair)
     duels = met.table["duel"].tolist()
     if duel not in duels:
         return
@@ -113,7 +110,7 @@ def _explained(
     if found is not None:
         return found
     req = services.request(loaded, model, np.array([duel]), what, cap=None)
-    return fetch(loaded, model, req, page="duel")
+    return fetch(loaded, model, req, page=pages.DUEL.url_path)
 
 
 def render() -> None:
@@ -151,7 +148,7 @@ def render() -> None:
         f"Duel {md(data.duel_ids[duel])}: {md(labels[ids[0]])} vs {md(labels[ids[1]])}"
         + (f" · context: {md(context)}" if context else "")
         + (f" · winner: {md(labels[winner])}" if winner else " · a tie")
-        + (" · held-out test duel" if np.any(model.result.split.test == duel) else "")
+        + (" · held-out test duel" if np.any(model.split.test == duel) else "")
     )
 
     split = st.toggle(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from dashboard import links, services, sources, state
+from dashboard import links, pages, services, sources, state
 from dashboard.components.explanations import (
     PLOT_CONFIG,
     fetch,
@@ -28,18 +28,13 @@ from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.components.utility_split import selection_caption
-from prefshap_core import workflow
-from prefshap_core.analysis.sides import (
-    ItemCondition,
-    duels_between,
-    item_mask,
-    orient_to_side,
-    side_record,
-)
+from dashboard.services import views_data
+from prefshap_core.analysis.sides import ItemCondition
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
 from prefshap_core.plots import interaction_heatmap, interaction_scatter
 from prefshap_core.plots.export import interactions_to_csv
+from prefshap_core.workflow import SMALL_TEST
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
 VIEW_PARAM = {ALL: "all", GROUPS: "groups", CONTEXT: "context"}  # ?view= of each subset
@@ -65,7 +60,7 @@ def _condition(
 ) -> ItemCondition | None:
     """One side's condition on ``column``: a category, or a range of a numeric column."""
     data, fp = loaded.data, loaded.fingerprint
-    categories = workflow.group_columns(data).get(column)
+    categories = views_data.selection_columns(loaded).groups.get(column)
     if categories is not None:
         choices = ([REST] if allow_rest else []) + categories
         default = min(1, len(categories) - 1) + (1 if allow_rest else 0) if side == "b" else 0
@@ -92,7 +87,7 @@ def _condition(
 
 
 def _context_filter(loaded: state.LoadedData, container) -> tuple[str, str] | None:
-    contexts = workflow.context_columns(loaded.data)
+    contexts = views_data.selection_columns(loaded).contexts
     if not contexts:
         return None
     choices = [None] + [(c, v) for c, values in contexts.items() for v in values]
@@ -103,9 +98,10 @@ def _context_filter(loaded: state.LoadedData, container) -> tuple[str, str] | No
     )  # fmt: skip
 
 
-def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
-    data, fp = loaded.data, loaded.fingerprint
-    columns = list(workflow.group_columns(data)) + workflow.numeric_item_columns(data)
+def _groups(loaded: state.LoadedData, model: state.TrainedModel, cap: int) -> Subset:
+    fp = loaded.fingerprint
+    selectable = views_data.selection_columns(loaded)
+    columns = list(selectable.groups) + selectable.numeric
     c = st.columns([2, 2, 2, 2])
     column = c[0].selectbox(
         "Item column", columns, key=f"explain:gcol:{fp}", persist_state=state.PERSIST,
@@ -118,13 +114,9 @@ def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
         help="Off: all duels of the dataset, including those the model was trained on.",
     )  # fmt: skip
     context = _context_filter(loaded, c[3])
-    within = test if held_out else None
-    if context is not None:
-        within = workflow.duels_in_context(data, context[0], context[1], within=within)
-    mask_a = item_mask(data, cond_a)
-    mask_b = item_mask(data, cond_b) if cond_b is not None else ~mask_a
-    duels, signs = duels_between(data, mask_a, mask_b, within=within)
-    wins, losses = side_record(data, duels, signs)
+    between = views_data.group_duels(
+        loaded, model, cond_a, cond_b, held_out=held_out, context=context
+    )
     label_a = cond_a.label.replace(f"{column} = ", "") if cond_a.op == "==" else cond_a.label
     if cond_b is None:
         label_b = "the rest"
@@ -136,21 +128,23 @@ def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
     side = cond_a.label
 
     def orient(expl: Explanation) -> Explanation:
-        return orient_to_side(expl, data, mask_a, mask_b, side)
+        return views_data.oriented_to_group(loaded, between, expl, side)
 
     note = (
         f"Seen from group A ({md(side)}): right of zero, the feature pushed towards the A item. "
-        f"Group A won {wins:,} and lost {losses:,} of these {len(duels):,} duels."
+        f"Group A won {between.wins:,} and lost {between.losses:,} of these "
+        f"{len(between.duels):,} duels."
     )
-    return Subset(duels, title, cap, orient, note)
+    return Subset(between.duels, title, cap, orient, note)
 
 
 def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
     """The chosen duels, a title for them, the cap on how many to explain, the view."""
     data, fp = loaded.data, loaded.fingerprint
-    test = model.result.split.test
-    has_groups = bool(workflow.group_columns(data) or workflow.numeric_item_columns(data))
-    contexts = workflow.context_columns(data)
+    test = model.split.test
+    selectable = views_data.selection_columns(loaded)
+    has_groups = bool(selectable.groups or selectable.numeric)
+    contexts = selectable.contexts
     options = [ALL] + ([GROUPS] if has_groups else []) + ([CONTEXT] if contexts else [])
     top = st.columns([3, 1, 1], vertical_alignment="bottom")
     linked = links.take("view", [VIEW_PARAM[o] for o in options])
@@ -172,7 +166,7 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
         precision_control("explain")
     if choice == ALL:
         links.write(view="all")
-        if len(test) < workflow.SMALL_TEST:  # a handful of test duels explains little
+        if len(test) < SMALL_TEST:  # a handful of test duels explains little
             st.caption(
                 f"The test split has only {len(test)} duels, so all {data.n_duels:,} duels "
                 "are explained (the model was trained on most of them)."
@@ -181,7 +175,7 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
         return Subset(test, "All test duels", int(cap), _winner_view)
     if choice == GROUPS:
         links.write(view="groups")
-        return _groups(loaded, test, int(cap))
+        return _groups(loaded, model, int(cap))
     c = st.columns([2, 2, 2, 2])
     linked_column, _, linked_value = (links.take("context") or "").partition(" = ")
     if linked_column in contexts and linked_value in contexts[linked_column]:
@@ -198,7 +192,7 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
         "Test duels only", value=True, key=f"explain:ctest:{fp}", persist_state=state.PERSIST,
         help="Off: all duels of the dataset, including those the model was trained on.",
     )  # fmt: skip
-    duels = workflow.duels_in_context(data, column, value, within=test if held_out else None)
+    duels = views_data.context_duels(loaded, model, column, value, held_out=held_out)
     return Subset(duels, f"{column} = {value}", int(cap), _winner_view)
 
 
@@ -207,7 +201,7 @@ def _open_duel(loaded: state.LoadedData, shown: Explanation, row: int) -> None:
     hits = np.flatnonzero(loaded.data.duel_ids == shown.duel_ids[row])
     if len(hits):
         state.select_duel(loaded, int(hits[0]), str(shown.left_ids[row]))
-        st.switch_page("views/duel.py")
+        st.switch_page(pages.DUEL.page())
 
 
 def render() -> None:
@@ -244,7 +238,7 @@ def render() -> None:
             sample_note(req)
             # The g this tab explains: a C-GPM's item tab explains the context average.
             selection_caption(loaded, model, req.duels, averaged=what == "items")
-            expl = fetch(loaded, model, req, page="explain")
+            expl = fetch(loaded, model, req, page=pages.EXPLAIN.url_path)
             if expl is None:
                 continue
             shown = subset.orient(expl)
@@ -270,7 +264,7 @@ def _interactions(
     title: str,
 ) -> None:
     """Mean |interaction| of every pair of item groups; a clicked cell opens its pair."""
-    p = model.result.function.item_space.n_groups
+    p = model.function.item_space.n_groups
     show = st.toggle(
         "Interactions between features",
         key=f"explain:interactions:{loaded.fingerprint}",
@@ -285,7 +279,7 @@ def _interactions(
             f"Interactions need 2 to {MAX_INTERACTION_PLAYERS} item groups; this model has {p}."
         )
         return
-    inter = fetch_interactions(loaded, model, req, page="explain")
+    inter = fetch_interactions(loaded, model, req, page=pages.EXPLAIN.url_path)
     if inter is None:
         return
     inter = inter.oriented_to_winner()

@@ -10,16 +10,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, services, state
+from dashboard import links, pages, services, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
 from dashboard.components.export import figure_exports, file_stem, provenance
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded, show_error
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
-from prefshap_core.analysis.contexts import context_row_labels
-from prefshap_core.analysis.covariates import editable_columns, encode_covariates, raw_covariates
-from prefshap_core.analysis.head_to_head import meetings, most_active_pair, pair_preference
+from dashboard.services import views_data
 from prefshap_core.errors import PrefShapError
 from prefshap_core.plots import waterfall
 
@@ -27,14 +25,9 @@ AVERAGE = "averaged over the observed contexts"
 
 
 def _pick_pair(loaded: state.LoadedData) -> tuple[str, str]:
-    data = loaded.data
-    pair = state.selected_pair(loaded) or most_active_pair(data)
-    activity = np.bincount(data.left, minlength=data.n_items) + np.bincount(
-        data.right, minlength=data.n_items
-    )
-    order = np.argsort(-activity, kind="stable")
-    ids = [str(i) for i in data.item_ids[order]]
-    labels = dict(zip(data.item_ids.astype(str), np.asarray(data.labels).astype(str), strict=True))
+    pair = state.selected_pair(loaded) or views_data.default_pair(loaded)
+    choices = views_data.item_choices(loaded)
+    ids, labels = choices.ids, choices.labels
 
     def show(i: str) -> str:
         return labels[i] if labels[i] == i else f"{labels[i]} ({i})"
@@ -55,9 +48,9 @@ def _pick_pair(loaded: state.LoadedData) -> tuple[str, str]:
 def _edited_row(loaded: state.LoadedData, item: str, side: str) -> tuple[np.ndarray, bool]:
     """The item's model-space row after the user's edits, and whether anything changed."""
     data = loaded.data
-    original = raw_covariates(data, item)
+    original = views_data.item_covariates(loaded, item)
     values = dict(original)
-    for column in editable_columns(data):
+    for column in views_data.what_if_columns(loaded):
         key = f"h2h:edit:{loaded.fingerprint}:{side}:{item}:{column.name}"
         if column.kind == "numeric":
             step = 1.0 if column.integer else (column.high - column.low) / 100 or 1.0
@@ -74,7 +67,7 @@ def _edited_row(loaded: state.LoadedData, item: str, side: str) -> tuple[np.ndar
                 format_func=lambda c: "(none)" if c is None else str(c),
             )  # fmt: skip
     changed = values != original
-    row = encode_covariates(data, values) if changed else data.items[[data.item_index(item)]]
+    row = views_data.encoded_row(loaded, values) if changed else data.items[[data.item_index(item)]]
     return row, changed
 
 
@@ -93,11 +86,10 @@ def _what_if(loaded: state.LoadedData, a: str, b: str, names: dict[str, str]):
 
 def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int | None:
     """Index of the observed context the context explanation uses (C-GPM), or None."""
-    fn = model.result.function
-    if fn.kind != "cgpm" or fn.contexts is None or fn.context_space is None:
+    contexts = views_data.context_choices(loaded, model)
+    if contexts is None:
         return None
-    labels = context_row_labels(fn.context_space, fn.contexts, loaded.data.context_encoding)
-    order = np.argsort(-np.asarray(fn.context_weights), kind="stable").tolist()
+    labels, order = contexts.labels, contexts.order
     chosen = state.selected_context(loaded)
     index = order.index(labels.index(chosen)) if chosen in labels else 0
     pick = st.selectbox(
@@ -116,9 +108,9 @@ def render() -> None:
     if ready is None:
         return
     loaded, model = ready
-    data, fn = loaded.data, model.result.function
+    data = loaded.data
     a, b = _pick_pair(loaded)
-    names = dict(zip(data.item_ids.astype(str), np.asarray(data.labels).astype(str), strict=True))
+    names = views_data.item_choices(loaded).labels
     if a == b:
         st.info("Pick two different items.")
         links.write(a=a, b=b)
@@ -129,8 +121,8 @@ def render() -> None:
         show_error(exc)
         x_a, x_b, edited = data.items[[data.item_index(a)]], data.items[[data.item_index(b)]], False
     started = time.perf_counter()
-    pref = pair_preference(fn, x_a, x_b)
-    met = meetings(data, a, b)
+    pref = views_data.pair_probabilities(loaded, model, x_a, x_b)
+    met = views_data.pair_meetings(loaded, a, b)
     hyp = " (edited)" if edited else ""
     c = st.columns(3)
     c[0].metric(f"P({md(names[a])}{hyp} beats {md(names[b])})", percent(pref.p_average),
@@ -180,7 +172,7 @@ def _explanation(loaded, model, sides: _Sides, names, context_row) -> None:
     c[0].subheader(f"Why: {md(names[a])}{edited} vs {md(names[b])}, seen from {md(names[a])}")
     with c[1]:
         precision_control("head-to-head")
-    fn = model.result.function
+    fn = model.function
     # Unedited: by id (the explainer's own pool rows); edited: the edited rows.
     left, right = (sides.x_a, sides.x_b) if sides.edited else ([a], [b])
     labels = (names[a] + edited, names[b])
@@ -214,7 +206,7 @@ def _meetings(loaded, met, names, a, b) -> None:
     rows = event.selection.rows if event is not None else []
     if rows:
         state.select_duel(loaded, int(met.table["duel"].iloc[rows[0]]), a)
-        st.switch_page("views/duel.py")
+        st.switch_page(pages.DUEL.page())
 
 
 run_guarded(render)

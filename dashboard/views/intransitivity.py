@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import math
 import re
-from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import services, state
+from dashboard import links, pages, services, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
 from dashboard.components.export import figure_exports, file_stem, table_download
 from dashboard.components.guard import run_guarded
-from prefshap_core.analysis.context_condition import categorical_context_groups
+from dashboard.services import views_data
 from prefshap_core.analysis.intransitivity import MAX_ITEMS
 from prefshap_core.plots.potential import potential_plot
 
@@ -40,7 +39,7 @@ def _percent(p: float) -> str:
 
 def head_to_head_link(a: str, b: str) -> str:
     """The head-to-head page of the pair, as a relative link."""
-    return "?" + urlencode({"page": "head-to-head", "a": a, "b": b})
+    return links.url(pages.HEAD_TO_HEAD, a=a, b=b)
 
 
 def _edge(labels: dict[str, str], a: str, b: str, note: str) -> str:
@@ -59,7 +58,7 @@ def _choices(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int, 
         help=f"The model is evaluated on every pair of them (at most {MAX_ITEMS:,} items).",
     )  # fmt: skip
     context: dict[str, str] = {}
-    groups = categorical_context_groups(model.result.function)
+    groups = views_data.context_groups(loaded, model)
     if groups:
         cols = c[1].columns(len(groups))
         for col, (group, categories) in zip(cols, groups.items(), strict=True):

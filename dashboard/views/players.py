@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, services, state
+from dashboard import links, pages, services, state
 from dashboard.components.explanations import (
     PLOT_CONFIG,
     fetch,
@@ -19,25 +19,20 @@ from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
-from prefshap_core import workflow
+from dashboard.services import views_data
 from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.plots import own_vs_opponents
 from prefshap_core.plots.own_vs_opponents import side_totals
+from prefshap_core.workflow import ItemRecord
 
 VIEWS = {"all": "All duels", "losses": "Losses", "wins": "Wins"}
 RESULT_OF_VIEW = {"losses": "lost", "wins": "won"}
 
 
 def _pick_item(loaded: state.LoadedData) -> str:
-    data = loaded.data
     # Most active first, so the interesting items are at the top of the list.
-    activity = np.bincount(data.left, minlength=data.n_items) + np.bincount(
-        data.right, minlength=data.n_items
-    )
-    order = np.argsort(-activity, kind="stable")
-    ids = [str(i) for i in data.item_ids[order]]
-    labels = {str(i): str(lab) for i, lab in zip(data.item_ids, data.labels, strict=True)}
-    counts = {str(data.item_ids[k]): int(activity[k]) for k in order}
+    choices = views_data.item_choices(loaded)
+    ids, labels, counts = choices.ids, choices.labels, choices.counts
     current = state.selected_item(loaded)
     linked = links.take("player", ids)
     if linked is not None:  # a link just opened: its player wins over the widget's own
@@ -59,14 +54,14 @@ def _pick_item(loaded: state.LoadedData) -> str:
 
 def _open_duel(loaded: state.LoadedData, duel: int, item_id: str) -> None:
     state.select_duel(loaded, duel, item_id)
-    st.switch_page("views/duel.py")
+    st.switch_page(pages.DUEL.page())
 
 
 def _opponent_key(loaded: state.LoadedData, item_id: str) -> str:
     return f"players:opponent:{loaded.fingerprint}:{item_id}"
 
 
-def _record(loaded: state.LoadedData, record: workflow.ItemRecord) -> None:
+def _record(loaded: state.LoadedData, record: ItemRecord) -> None:
     c = st.columns(4)
     c[0].metric("Duels", f"{record.n_duels:,}")
     c[1].metric("Wins", f"{record.wins:,}")
@@ -93,7 +88,7 @@ def _record(loaded: state.LoadedData, record: workflow.ItemRecord) -> None:
             )
 
 
-def _pick_opponent(loaded: state.LoadedData, record: workflow.ItemRecord) -> str | None:
+def _pick_opponent(loaded: state.LoadedData, record: ItemRecord) -> str | None:
     table = record.duels
     counts = table.groupby("opponent_id")["duel"].size().sort_values(ascending=False)
     names = dict(zip(table["opponent_id"], table["opponent"], strict=False))
@@ -113,7 +108,7 @@ def render() -> None:
     loaded, model = ready
     data = loaded.data
     item_id = _pick_item(loaded)
-    record = workflow.item_record(data, item_id)
+    record = views_data.item_record(loaded, item_id)
     st.subheader(
         md(record.label) if record.label == item_id else f"{md(record.label)} ({md(item_id)})"
     )
@@ -137,7 +132,7 @@ def render() -> None:
     with c[1]:
         opponent = _pick_opponent(loaded, record)
     links.write(player=item_id, view=view)
-    duels = workflow.duels_of_item(data, item_id, outcome=view, opponent=opponent)
+    duels = views_data.duels_of_item(loaded, item_id, view, opponent)
     opponent_names = dict(zip(record.duels["opponent_id"], record.duels["opponent"], strict=False))
     against = "" if opponent is None else f" against {opponent_names[opponent]}"
     st.caption(
@@ -154,7 +149,7 @@ def render() -> None:
             with tab:
                 req = services.request(loaded, model, duels, what)
                 sample_note(req, cap_hint=False)
-                expl = fetch(loaded, model, req, page="players")
+                expl = fetch(loaded, model, req, page=pages.PLAYERS.url_path)
                 if expl is None:
                     continue
                 shown = {
@@ -186,7 +181,7 @@ def render() -> None:
 def _own_vs_opponents(
     loaded: state.LoadedData,
     model: state.TrainedModel,
-    record: workflow.ItemRecord,
+    record: ItemRecord,
     duels: np.ndarray,
 ) -> None:
     """Its losses with each side's features as separate players: its own vs its opponents'."""
@@ -201,7 +196,7 @@ def _own_vs_opponents(
         return
     req = services.request(loaded, model, duels, "sides")
     sample_note(req, cap_hint=False)
-    expl = fetch(loaded, model, req, page="players")
+    expl = fetch(loaded, model, req, page=pages.PLAYERS.url_path)
     if expl is None:
         return
     shown = expl.losses_of(record.item_id)
@@ -218,7 +213,7 @@ def _own_vs_opponents(
 
 
 def _duel_table(
-    loaded: state.LoadedData, record: workflow.ItemRecord, view: str, opponent: str | None
+    loaded: state.LoadedData, record: ItemRecord, view: str, opponent: str | None
 ) -> None:
     st.markdown(f"**{VIEWS[view]} of {md(record.label)}** — select a row to open the duel")
     table: pd.DataFrame = record.duels
@@ -244,7 +239,7 @@ def _duel_table(
         key=f"players:open:{record.item_id}:{view}",
     )
     with c[1]:
-        cli_table = workflow.explain_input_table(loaded.data, table["duel"].to_numpy())
+        cli_table = views_data.explain_input_table(loaded, table["duel"].to_numpy())
         table_download(
             to_csv_bytes(cli_table),
             f"{record.item_id}_{view}_duels.csv",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import links, services, state
+from dashboard import links, pages, services, state
 from dashboard.components.explanations import require_model
 from dashboard.components.export import file_stem, table_download
 from dashboard.components.formats import percent
@@ -74,7 +74,7 @@ def render() -> None:
     rows = event.selection.rows if event is not None else []
     if rows:
         state.select_item(loaded, str(shown["item_id"].iloc[rows[0]]))
-        st.switch_page("views/players.py")
+        st.switch_page(pages.PLAYERS.page())
 
 
 run_guarded(render)

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import services, state
+from dashboard import pages, services, state
 from dashboard.components.export import file_stem, model_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.progress import job_outcome, job_panel
@@ -101,8 +101,8 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
     source = "loaded from the cache" if model.from_cache else f"{result.seconds['total']:.1f} s"
     st.subheader(f"{kind} on {md(loaded.title)}")
     st.caption(
-        f"Held-out test split: {len(result.split.test):,} duels (trained on "
-        f"{len(result.split.train):,}, tuned on {len(result.split.validation):,}) · {source}"
+        f"Held-out test split: {len(model.split.test):,} duels (trained on "
+        f"{len(model.split.train):,}, tuned on {len(model.split.validation):,}) · {source}"
     )
     c = st.columns(4)
     c[0].metric(
@@ -131,7 +131,7 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
     table = pd.DataFrame(rows).T.rename(columns=METRIC_NAMES)
     with st.expander("All metrics and the chosen hyperparameters"):
         st.dataframe(table, width="stretch")
-        meta = result.function.metadata
+        meta = model.function.metadata
         st.json(
             {
                 "lengthscale_scale": meta.get("lengthscale_scale"),
@@ -139,14 +139,14 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
                 "utility_weight": meta.get("utility_weight"),
                 "lengthscale_factors": meta.get("lengthscale_factors"),
                 "context_lengthscale_factors": meta.get("context_lengthscale_factors"),
-                "n_centres": result.function.n_centres,
+                "n_centres": model.function.n_centres,
                 "seconds": result.seconds,
             }
         )
-    stem = file_stem(loaded.data.name, model.kind, f"seed{result.settings.seed}")
+    stem = file_stem(loaded.data.name, model.kind, f"seed{model.settings.seed}")
     c = st.columns([1, 1, 3])
     with c[0]:
-        model_download(result.function, stem, key=model.settings_fp)
+        model_download(model.function, stem, key=model.settings_fp)
     c[1].download_button(
         "Metrics (.json)",
         data=lambda: json.dumps(result.to_json(), indent=2, default=str),
@@ -163,7 +163,7 @@ def render() -> None:
     loaded = state.active()
     if loaded is None:
         st.info("Choose or upload a dataset first.")
-        st.page_link("views/data.py", label="Go to Data", icon=":material/table_view:")
+        st.page_link(pages.DATA.page(), label="Go to Data")
         return
     st.caption(f"Dataset: **{md(loaded.title)}** · {loaded.data.n_duels:,} duels")
     settings = _settings_form(loaded)

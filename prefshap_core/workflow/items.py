@@ -81,3 +81,15 @@ def parse_pair(data: DuelData, text: str) -> tuple[str, str] | None:
         if item is None:
             raise KeyError(f"no item is named {part.strip()!r}")
     return found[0], found[1]  # type: ignore[return-value]
+
+
+def duel_counts(data: DuelData) -> np.ndarray:
+    """(n_items,) how many duels each item took part in."""
+    return np.bincount(data.left, minlength=data.n_items) + np.bincount(
+        data.right, minlength=data.n_items
+    )
+
+
+def most_active_first(data: DuelData) -> np.ndarray:
+    """Item rows, the most duels first (ties: pool order), as pick lists show them."""
+    return np.argsort(-duel_counts(data), kind="stable")
