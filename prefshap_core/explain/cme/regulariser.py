@@ -130,7 +130,7 @@ def _proper_coalitions(p: int, n: int, rng: np.random.Generator) -> np.ndarray:
     return masks[rng.permutation(len(masks))[:n]]
 
 
-def _regulariser(value: float | None, default: float) -> float:
+def usable_regulariser(value: float | None, default: float) -> float:
     """A usable CME regulariser: the given one, else the default (also for NaN / <= 0)."""
     if value is None or not np.isfinite(value) or value <= 0:
         return default
