@@ -25,11 +25,16 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import state
-from prefshap_core import budget, workflow
+from prefshap_core import budget
 from prefshap_core.cache import cache_dir
-from prefshap_core.data import DuelData, build_duel_data, read_any
-from prefshap_core.datasets import available_datasets, load_dataset, synthetic_clusters
+from prefshap_core.data.build import build_duel_data
+from prefshap_core.data.duel_data import DuelData
+from prefshap_core.data.readers import read_any
+from prefshap_core.datasets.registry import available_datasets, load_dataset
+from prefshap_core.datasets.synthetic import synthetic_clusters
 from prefshap_core.paths import repo_root
+from prefshap_core.workflow.fingerprints import data_fingerprint
+from prefshap_core.workflow.settings import TrainSettings
 
 # The first screen's data: the paper's clusters game, scaled down to train in seconds.
 DEMO_KEY = "builtin:demo"
@@ -263,9 +268,9 @@ def _restore_model(loaded: state.LoadedData, settings: dict | None) -> state.Tra
         return None
     from dashboard import services  # services imports this module
 
-    known = {f.name for f in fields(workflow.TrainSettings)}
+    known = {f.name for f in fields(TrainSettings)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items() if k in known}
-    return services.cached_model(loaded, workflow.TrainSettings(**values))
+    return services.cached_model(loaded, TrainSettings(**values))
 
 
 def remember_session() -> None:
@@ -311,7 +316,7 @@ def remember_session() -> None:
 
 def _fingerprint(data: DuelData) -> str:
     # Computed once per load and kept in LoadedData: every cache key starts with it.
-    return workflow.data_fingerprint(data)
+    return data_fingerprint(data)
 
 
 def sample_file(name: str) -> bytes:

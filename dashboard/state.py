@@ -20,8 +20,8 @@ import numpy as np
 import streamlit as st
 
 from dashboard.jobs import Job
-from prefshap_core.data import DuelData
-from prefshap_core.workflow import TrainingResult
+from prefshap_core.data.duel_data import DuelData
+from prefshap_core.workflow.results import TrainingResult
 
 PERSIST = "session"  # persist_state of widgets whose value survives page switches
 

@@ -30,7 +30,8 @@ from prefshap_core.analysis.sides import (
     orient_to_side,
     side_record,
 )
-from prefshap_core.data import build_duel_data, read_table
+from prefshap_core.data.build import build_duel_data
+from prefshap_core.data.csv_io import read_table
 from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.paths import repo_root
 

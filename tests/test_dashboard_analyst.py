@@ -156,9 +156,9 @@ def test_opponents_filter_narrows_a_players_duels() -> None:
     assert choices[0] == "all opponents"
     opponent = at.selectbox(key=key)
     data = _loaded(at).data
-    from prefshap_core import workflow
+    from prefshap_core.workflow.items import item_record
 
-    table = workflow.item_record(data, item).duels
+    table = item_record(data, item).duels
     top = table["opponent_id"].value_counts().index[0]
     opponent.set_value(top)
     at = settle(at)

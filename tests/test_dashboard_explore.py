@@ -123,13 +123,11 @@ def test_duel_by_id() -> None:
 
 
 def test_unexpected_errors_are_friendly(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefshap_core import workflow
-
     def broken(*args, **kwargs):
         raise RuntimeError("a bug deep inside")
 
     at = new_app()
-    monkeypatch.setattr(workflow, "item_record", broken)
+    monkeypatch.setattr("prefshap_core.workflow.items.item_record", broken)
     at.switch_page("views/players.py").run()
     assert not at.exception  # no traceback reached Streamlit
     assert [e.value for e in at.error] == [

@@ -75,15 +75,13 @@ def test_user_strings_are_shown_literally_never_as_markdown() -> None:
 
 
 def test_unexpected_error_details_name_no_server_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefshap_core import workflow
-
     secret = str(Path(__file__).resolve().parent / "private" / "secret.npz")
 
     def broken(*args, **kwargs):
         raise FileNotFoundError(2, "No such file or directory", secret)
 
     at = new_app()
-    monkeypatch.setattr(workflow, "item_record", broken)
+    monkeypatch.setattr("prefshap_core.workflow.items.item_record", broken)
     at.switch_page("views/players.py").run()
     assert not at.exception
     details = "\n".join(str(c.value) for c in at.get("code"))

@@ -26,6 +26,12 @@ PENDING = (
     "dashboard/services/",
 )
 
+# The public entry points README's Python section imports from: they re-export on purpose.
+PUBLIC_ENTRIES = {
+    "prefshap_core/explain/__init__.py": "from prefshap_core.explain import",
+    "prefshap_core/plots/__init__.py": "from prefshap_core.plots import",
+}
+
 
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
@@ -95,6 +101,20 @@ def private_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[st
     return hits
 
 
+def re_exports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """``file name`` for every name a project file imports from a project module and never
+    uses itself (it is there to be imported from this file: a re-export)."""
+    hits = []
+    for file, tree, found, _ in _imports(root, packages):
+        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        for node, _source_module in found:
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".")[0]
+                if name not in used:
+                    hits.append(f"{file} {name}")
+    return hits
+
+
 def _pending(hit: str) -> bool:
     return hit.startswith(PENDING)
 
@@ -103,7 +123,19 @@ def test_no_private_name_is_imported_across_files() -> None:
     assert [hit for hit in private_imports(ROOT) if not _pending(hit)] == []
 
 
-def test_the_check_finds_private_imports(tmp_path: Path) -> None:
+def test_no_module_re_exports_names_it_only_imports() -> None:
+    hits = [h for h in re_exports(ROOT) if not _pending(h) and h.split()[0] not in PUBLIC_ENTRIES]
+    assert hits == []
+
+
+def test_the_re_exporting_entries_are_the_ones_readme_documents() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for file, import_line in PUBLIC_ENTRIES.items():
+        assert import_line in readme, file
+        assert [h for h in re_exports(ROOT) if h.startswith(f"{file} ")], file
+
+
+def test_the_checks_find_private_imports_and_re_exports(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("from pkg.a import public\n")
@@ -120,3 +152,4 @@ def test_the_check_finds_private_imports(tmp_path: Path) -> None:
         "pkg/sub/b.py:4 pkg.a._LIMIT",
         "pkg/sub/b.py:4 pkg.a._LIMIT",
     ]
+    assert re_exports(tmp_path, ("pkg",)) == ["pkg/__init__.py public"]

@@ -9,10 +9,10 @@ from dashboard import sources, state
 from dashboard.components.guard import run_guarded, show_error, without_paths
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
-from prefshap_core.data import UPLOAD_TYPES
-from prefshap_core.data.encoding import MISSING_INDICATOR_SHARE
+from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
+from prefshap_core.data.readers import UPLOAD_TYPES
 from prefshap_core.errors import PrefShapError
-from prefshap_core.workflow import LARGE_DUELS, expected_training_minutes
+from prefshap_core.workflow.training import LARGE_DUELS, expected_training_minutes
 
 FORMAT_HELP = """
 **items** — one row per item: an `id` column (unique), an optional `name`

@@ -15,11 +15,11 @@ from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.components.utility_split import duel_caption
-from prefshap_core import workflow
 from prefshap_core.analysis.head_to_head import meetings
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import explanation_to_csv, waterfall
 from prefshap_core.plots.waterfall import sigmoid
+from prefshap_core.workflow.items import parse_pair
 
 
 def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int, str | None]:
@@ -54,7 +54,7 @@ def _by_names(loaded: state.LoadedData, typed: str, where) -> None:
     """Open the duel(s) of two items named "A vs B", or say why not."""
     data = loaded.data
     try:
-        pair = workflow.parse_pair(data, typed)
+        pair = parse_pair(data, typed)
     except KeyError as exc:
         where.error(f"{md(exc.args[0])}: type a duel id or “A vs B”.")
         return

@@ -28,7 +28,6 @@ from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.components.utility_split import selection_caption
-from prefshap_core import workflow
 from prefshap_core.analysis.sides import (
     ItemCondition,
     duels_between,
@@ -40,6 +39,13 @@ from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
 from prefshap_core.plots import interaction_heatmap, interaction_scatter
 from prefshap_core.plots.export import interactions_to_csv
+from prefshap_core.workflow.selections import (
+    context_columns,
+    duels_in_context,
+    group_columns,
+    numeric_item_columns,
+)
+from prefshap_core.workflow.training import SMALL_TEST
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
 VIEW_PARAM = {ALL: "all", GROUPS: "groups", CONTEXT: "context"}  # ?view= of each subset
@@ -65,7 +71,7 @@ def _condition(
 ) -> ItemCondition | None:
     """One side's condition on ``column``: a category, or a range of a numeric column."""
     data, fp = loaded.data, loaded.fingerprint
-    categories = workflow.group_columns(data).get(column)
+    categories = group_columns(data).get(column)
     if categories is not None:
         choices = ([REST] if allow_rest else []) + categories
         default = min(1, len(categories) - 1) + (1 if allow_rest else 0) if side == "b" else 0
@@ -92,7 +98,7 @@ def _condition(
 
 
 def _context_filter(loaded: state.LoadedData, container) -> tuple[str, str] | None:
-    contexts = workflow.context_columns(loaded.data)
+    contexts = context_columns(loaded.data)
     if not contexts:
         return None
     choices = [None] + [(c, v) for c, values in contexts.items() for v in values]
@@ -105,7 +111,7 @@ def _context_filter(loaded: state.LoadedData, container) -> tuple[str, str] | No
 
 def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
     data, fp = loaded.data, loaded.fingerprint
-    columns = list(workflow.group_columns(data)) + workflow.numeric_item_columns(data)
+    columns = list(group_columns(data)) + numeric_item_columns(data)
     c = st.columns([2, 2, 2, 2])
     column = c[0].selectbox(
         "Item column", columns, key=f"explain:gcol:{fp}", persist_state=state.PERSIST,
@@ -120,7 +126,7 @@ def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
     context = _context_filter(loaded, c[3])
     within = test if held_out else None
     if context is not None:
-        within = workflow.duels_in_context(data, context[0], context[1], within=within)
+        within = duels_in_context(data, context[0], context[1], within=within)
     mask_a = item_mask(data, cond_a)
     mask_b = item_mask(data, cond_b) if cond_b is not None else ~mask_a
     duels, signs = duels_between(data, mask_a, mask_b, within=within)
@@ -149,8 +155,8 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
     """The chosen duels, a title for them, the cap on how many to explain, the view."""
     data, fp = loaded.data, loaded.fingerprint
     test = model.result.split.test
-    has_groups = bool(workflow.group_columns(data) or workflow.numeric_item_columns(data))
-    contexts = workflow.context_columns(data)
+    has_groups = bool(group_columns(data) or numeric_item_columns(data))
+    contexts = context_columns(data)
     options = [ALL] + ([GROUPS] if has_groups else []) + ([CONTEXT] if contexts else [])
     top = st.columns([3, 1, 1], vertical_alignment="bottom")
     linked = links.take("view", [VIEW_PARAM[o] for o in options])
@@ -172,7 +178,7 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
         precision_control("explain")
     if choice == ALL:
         links.write(view="all")
-        if len(test) < workflow.SMALL_TEST:  # a handful of test duels explains little
+        if len(test) < SMALL_TEST:  # a handful of test duels explains little
             st.caption(
                 f"The test split has only {len(test)} duels, so all {data.n_duels:,} duels "
                 "are explained (the model was trained on most of them)."
@@ -198,7 +204,7 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
         "Test duels only", value=True, key=f"explain:ctest:{fp}", persist_state=state.PERSIST,
         help="Off: all duels of the dataset, including those the model was trained on.",
     )  # fmt: skip
-    duels = workflow.duels_in_context(data, column, value, within=test if held_out else None)
+    duels = duels_in_context(data, column, value, within=test if held_out else None)
     return Subset(duels, f"{column} = {value}", int(cap), _winner_view)
 
 

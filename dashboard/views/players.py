@@ -19,10 +19,12 @@ from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
-from prefshap_core import workflow
 from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.plots import own_vs_opponents
 from prefshap_core.plots.own_vs_opponents import side_totals
+from prefshap_core.workflow.explaining import explain_input_table
+from prefshap_core.workflow.items import ItemRecord, item_record
+from prefshap_core.workflow.selections import duels_of_item
 
 VIEWS = {"all": "All duels", "losses": "Losses", "wins": "Wins"}
 RESULT_OF_VIEW = {"losses": "lost", "wins": "won"}
@@ -66,7 +68,7 @@ def _opponent_key(loaded: state.LoadedData, item_id: str) -> str:
     return f"players:opponent:{loaded.fingerprint}:{item_id}"
 
 
-def _record(loaded: state.LoadedData, record: workflow.ItemRecord) -> None:
+def _record(loaded: state.LoadedData, record: ItemRecord) -> None:
     c = st.columns(4)
     c[0].metric("Duels", f"{record.n_duels:,}")
     c[1].metric("Wins", f"{record.wins:,}")
@@ -93,7 +95,7 @@ def _record(loaded: state.LoadedData, record: workflow.ItemRecord) -> None:
             )
 
 
-def _pick_opponent(loaded: state.LoadedData, record: workflow.ItemRecord) -> str | None:
+def _pick_opponent(loaded: state.LoadedData, record: ItemRecord) -> str | None:
     table = record.duels
     counts = table.groupby("opponent_id")["duel"].size().sort_values(ascending=False)
     names = dict(zip(table["opponent_id"], table["opponent"], strict=False))
@@ -113,7 +115,7 @@ def render() -> None:
     loaded, model = ready
     data = loaded.data
     item_id = _pick_item(loaded)
-    record = workflow.item_record(data, item_id)
+    record = item_record(data, item_id)
     st.subheader(
         md(record.label) if record.label == item_id else f"{md(record.label)} ({md(item_id)})"
     )
@@ -137,7 +139,7 @@ def render() -> None:
     with c[1]:
         opponent = _pick_opponent(loaded, record)
     links.write(player=item_id, view=view)
-    duels = workflow.duels_of_item(data, item_id, outcome=view, opponent=opponent)
+    duels = duels_of_item(data, item_id, outcome=view, opponent=opponent)
     opponent_names = dict(zip(record.duels["opponent_id"], record.duels["opponent"], strict=False))
     against = "" if opponent is None else f" against {opponent_names[opponent]}"
     st.caption(
@@ -186,7 +188,7 @@ def render() -> None:
 def _own_vs_opponents(
     loaded: state.LoadedData,
     model: state.TrainedModel,
-    record: workflow.ItemRecord,
+    record: ItemRecord,
     duels: np.ndarray,
 ) -> None:
     """Its losses with each side's features as separate players: its own vs its opponents'."""
@@ -218,7 +220,7 @@ def _own_vs_opponents(
 
 
 def _duel_table(
-    loaded: state.LoadedData, record: workflow.ItemRecord, view: str, opponent: str | None
+    loaded: state.LoadedData, record: ItemRecord, view: str, opponent: str | None
 ) -> None:
     st.markdown(f"**{VIEWS[view]} of {md(record.label)}** — select a row to open the duel")
     table: pd.DataFrame = record.duels
@@ -244,7 +246,7 @@ def _duel_table(
         key=f"players:open:{record.item_id}:{view}",
     )
     with c[1]:
-        cli_table = workflow.explain_input_table(loaded.data, table["duel"].to_numpy())
+        cli_table = explain_input_table(loaded.data, table["duel"].to_numpy())
         table_download(
             to_csv_bytes(cli_table),
             f"{record.item_id}_{view}_duels.csv",

@@ -30,11 +30,7 @@ from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme.backends import CMEBackend, make_backend
-from prefshap_core.explain.cme.base import (
-    DEFAULT_CME_LAMBDA,
-    DEFAULT_CONTEXT_CME_LAMBDA,
-    EngineStats,
-)
+from prefshap_core.explain.cme.base import EngineStats
 from prefshap_core.explain.cme.regulariser import usable_regulariser
 from prefshap_core.explain.coalition_table import CoalitionTable, ValueTable
 from prefshap_core.explain.duel_groups import bounded_duel_groups, join_group_results
@@ -52,16 +48,17 @@ from prefshap_core.explain.games.items import ItemGame
 from prefshap_core.explain.games.sides import SidesGame, side_player_data
 from prefshap_core.explain.options import ExplainOptions
 from prefshap_core.explain.player_data import context_columns, player_differences
-from prefshap_core.explain.shapley import (
+from prefshap_core.explain.shapley.coalitions import (
     CoalitionSet,
-    ExactShapley,
-    SampledCoalitions,
-    SampledShapley,
     all_coalitions,
+    bits_from_masks,
     choose_coalitions,
     coalition_count,
 )
-from prefshap_core.explain.shapley.coalitions import bits_from_masks
+from prefshap_core.explain.shapley.exact import ExactShapley
+from prefshap_core.explain.shapley.sampled import SampledShapley
+from prefshap_core.explain.shapley.stratified import SampledCoalitions
+from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA, DEFAULT_CONTEXT_CME_LAMBDA
 from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress, ensure_progress
 

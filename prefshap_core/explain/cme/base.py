@@ -20,10 +20,6 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.models.hyperparameters import (  # noqa: F401 (re-exported)
-    DEFAULT_CME_LAMBDA,
-    DEFAULT_CONTEXT_CME_LAMBDA,
-)
 
 
 @dataclass
