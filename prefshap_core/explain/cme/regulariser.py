@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain.cme.base import unique_rows
 from prefshap_core.kernels.rbf import scaled_gram as kernel
+from prefshap_core.kernels.rows import unique_rows
 from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA
 
 DEFAULT_LAMBDA_CANDIDATES = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
