@@ -121,8 +121,9 @@ def load_builtin(choice: BuiltinChoice, *, missing_indicators: bool = True) -> s
     )
 
 
-def uploaded_csv(name: str, data: bytes, file_id: str) -> state.UploadedCsv:
-    return state.UploadedCsv(name, data, hashlib.sha256(data).hexdigest(), file_id)
+def uploaded_file(name: str, data: bytes, file_id: str) -> state.UploadedFile:
+    """An uploaded table in any upload format (CSV, .xlsx, .parquet), hashed once."""
+    return state.UploadedFile(name, data, hashlib.sha256(data).hexdigest(), file_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -148,7 +149,7 @@ def _uploaded_data(
 
 
 def upload_key(
-    files: tuple[state.UploadedCsv, ...],
+    files: tuple[state.UploadedFile, ...],
     lenient: bool,
     use_columns: tuple[str, ...],
     missing_indicators: bool = True,
@@ -163,9 +164,9 @@ def upload_key(
 
 
 def load_upload(
-    items: state.UploadedCsv,
-    duels: state.UploadedCsv,
-    contexts: state.UploadedCsv | None = None,
+    items: state.UploadedFile,
+    duels: state.UploadedFile,
+    contexts: state.UploadedFile | None = None,
     *,
     lenient: bool = True,
     use_columns: tuple[str, ...] = (),
@@ -256,7 +257,7 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
     files = []
     for k, name in enumerate(meta["files"]):
         raw = (folder / f"file{k}").read_bytes()
-        files.append(uploaded_csv(name, raw, file_id=f"restored:{token}:{k}"))
+        files.append(uploaded_file(name, raw, file_id=f"restored:{token}:{k}"))
     return load_upload(
         *files, lenient=bool(meta["lenient"]), use_columns=tuple(meta["use_columns"]),
         missing_indicators=missing_indicators, title=meta["title"],

@@ -132,7 +132,7 @@ def _upload() -> None:
         )
         kept = uploads.get(kind)
         if file is not None and (kept is None or kept.file_id != file.file_id):
-            uploads[kind] = sources.uploaded_csv(file.name, file.getvalue(), file.file_id)
+            uploads[kind] = sources.uploaded_file(file.name, file.getvalue(), file.file_id)
     options = state.load_options()
     options["lenient"] = st.toggle(
         "Lenient: drop invalid duel rows and report them (off: every problem is an error)",

@@ -28,12 +28,12 @@ from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.components.utility_split import selection_caption
-from prefshap_core.analysis.sides import (
+from prefshap_core.analysis.groups import (
     ItemCondition,
     duels_between,
+    group_record,
     item_mask,
-    orient_to_side,
-    side_record,
+    orient_to_group,
 )
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
@@ -130,7 +130,7 @@ def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
     mask_a = item_mask(data, cond_a)
     mask_b = item_mask(data, cond_b) if cond_b is not None else ~mask_a
     duels, signs = duels_between(data, mask_a, mask_b, within=within)
-    wins, losses = side_record(data, duels, signs)
+    wins, losses = group_record(data, duels, signs)
     label_a = cond_a.label.replace(f"{column} = ", "") if cond_a.op == "==" else cond_a.label
     if cond_b is None:
         label_b = "the rest"
@@ -142,7 +142,7 @@ def _groups(loaded: state.LoadedData, test: np.ndarray, cap: int) -> Subset:
     side = cond_a.label
 
     def orient(expl: Explanation) -> Explanation:
-        return orient_to_side(expl, data, mask_a, mask_b, side)
+        return orient_to_group(expl, data, mask_a, mask_b, side)
 
     note = (
         f"Seen from group A ({md(side)}): right of zero, the feature pushed towards the A item. "
