@@ -29,7 +29,10 @@ from prefshap_core.datasets.registry import load_dataset
 from prefshap_core.explain import EngineStats, Explainer, ExplainOptions
 from prefshap_core.models.model_file import load_model, save_model
 from prefshap_core.paths import repo_root
-from prefshap_core.workflow import TrainSettings, duels_of_item, explain_duels, train
+from prefshap_core.workflow.explaining import explain_duels
+from prefshap_core.workflow.selections import duels_of_item
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 MODELS = repo_root() / "artifacts" / "bench_models"
 

@@ -25,7 +25,8 @@ from prefshap_core.datasets.registry import load_dataset
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.models.model_file import load_model, save_model
 from prefshap_core.paths import repo_root
-from prefshap_core.workflow import TrainSettings, train
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 MODELS = repo_root() / "artifacts" / "bench_models"
 

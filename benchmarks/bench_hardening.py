@@ -42,6 +42,19 @@ def done(outcome):
     print(json.dumps({"outcome": outcome[:150], "seconds": round(time.time() - t0, 2),
                       "peak_mb": round(peak)}), flush=True)
 
+def workflow_api():
+    # This tree has one module per workflow job; an older tree (--before) exports them
+    # from the package.
+    try:
+        from prefshap_core.workflow import explaining, fingerprints, settings, training
+    except ImportError:
+        from prefshap_core import workflow
+        return workflow
+    from types import SimpleNamespace
+    return SimpleNamespace(train=training.train, TrainSettings=settings.TrainSettings,
+                           explain_duels=explaining.explain_duels,
+                           data_fingerprint=fingerprints.data_fingerprint)
+
 def duel_data(n_duels, n_items=40, n_features=2):
     from prefshap_core.data.duel_data import DuelData
     from prefshap_core.data.feature_space import FeatureSpace
@@ -60,13 +73,13 @@ def duel_data(n_duels, n_items=40, n_features=2):
 
 try:
     if name == "centres50k":  # the Train form's maximum on a 70,000-duel dataset
-        from prefshap_core import workflow
+        workflow = workflow_api()
         workflow.train(duel_data(70_000), workflow.TrainSettings(
             n_centres=50_000, penalty=1.0, lengthscale_scale=1.0, cme_lambda=1e-2,
             baseline=False))
         done("trained")
     elif name == "cols20k":  # an items file with 20,000 columns, explained
-        from prefshap_core import workflow
+        workflow = workflow_api()
         from prefshap_core.models.preference_function import PreferenceFunction
         data = duel_data(10, n_items=3, n_features=20_000)
         fn = PreferenceFunction(kind="gpm", item_space=data.item_space,
@@ -85,7 +98,11 @@ try:
                          "Reading this upload", budget.UPLOAD_REDUCE)
         except ImportError:
             pass  # before: no budget
-        from prefshap_core.data import build_duel_data, read_table
+        try:
+            from prefshap_core.data.build import build_duel_data
+            from prefshap_core.data.csv_io import read_table
+        except ImportError:  # an older tree
+            from prefshap_core.data import build_duel_data, read_table
         data = build_duel_data(read_table(items_bytes, file_name="items.csv"),
                                read_table(duels_bytes, file_name="duels.csv"), name="big")
         done(f"parsed {data.n_duels} duels")
@@ -121,7 +138,7 @@ try:
     elif name == "cache4":  # base upload + other names, units, grouping (equal in model space)
         sys.path.insert(0, os.path.join(os.environ["PREFSHAP_REPO"], "tests"))
         from test_hardening_cache import variants
-        from prefshap_core import workflow
+        workflow = workflow_api()
         fps = {workflow.data_fingerprint(d) for d in variants.__wrapped__()}
         done(f"{len(fps)} distinct cache entries for 4 uploads")
 except Exception as err:

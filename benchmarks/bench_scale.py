@@ -242,7 +242,8 @@ def trained(name: str, kind: str, cache: Path) -> PreferenceFunction:
     """The model ``workflow.train`` fits on a real dataset, cached as a model file."""
     from prefshap_core.datasets.registry import load_dataset
     from prefshap_core.models.model_file import load_model, save_model
-    from prefshap_core.workflow import TrainSettings, train
+    from prefshap_core.workflow.settings import TrainSettings
+    from prefshap_core.workflow.training import train
 
     path = cache / f"{name}_{kind}.npz"
     if not path.exists():

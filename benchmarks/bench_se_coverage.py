@@ -25,8 +25,8 @@ import torch
 from legacy_kernel_shapley import KernelShapley, sample_paired_coalitions
 from make_shapley_fixtures import exact_table
 
-from prefshap_core.explain.shapley import exact_shapley_matrix
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
+from prefshap_core.explain.shapley.exact import exact_shapley_matrix
 from prefshap_core.explain.shapley.sampled import SampledShapley
 from prefshap_core.explain.shapley.stratified import sample_stratified_coalitions
 

@@ -31,7 +31,10 @@ import torch
 from prefshap_core.compute import Compute
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.kernels.rbf import median_heuristic
-from prefshap_core.solvers import SolveResult, SolverOptions, fit_logistic, fit_squared
+from prefshap_core.solvers.falkon import fit_squared
+from prefshap_core.solvers.logistic import fit_logistic
+from prefshap_core.solvers.options import SolverOptions
+from prefshap_core.solvers.result import SolveResult
 
 PENALTIES = [1e-2, 1e-3, 1e-4, 1e-5, 1e-6]
 CG_PER_STEP = [4, 6, 8, 12, 16]

@@ -36,7 +36,8 @@ import torch
 
 from prefshap_core.datasets.registry import load_dataset
 from prefshap_core.metrics import roc_auc
-from prefshap_core.workflow import TrainSettings, train
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 PAPER = {  # the paper's Table 3 (thresholded "AUC" = balanced accuracy)
     ("synthetic", "gpm"): 0.98,

@@ -23,8 +23,8 @@ import torch
 
 from prefshap_core.explain.games.items import item_coalition_values
 from prefshap_core.explain.reference import random_preference_function
-from prefshap_core.explain.shapley import exact_shapley_matrix
 from prefshap_core.explain.shapley.coalitions import all_coalitions
+from prefshap_core.explain.shapley.exact import exact_shapley_matrix
 from prefshap_core.models.model_file import model_to_bytes
 from prefshap_core.models.preference_function import PreferenceFunction
 

@@ -25,11 +25,16 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import state
-from prefshap_core import budget, workflow
+from prefshap_core import budget
 from prefshap_core.cache import cache_dir
-from prefshap_core.data import DuelData, build_duel_data, read_any
-from prefshap_core.datasets import available_datasets, load_dataset, synthetic_clusters
+from prefshap_core.data.build import build_duel_data
+from prefshap_core.data.duel_data import DuelData
+from prefshap_core.data.readers import read_any
+from prefshap_core.datasets.registry import available_datasets, load_dataset
+from prefshap_core.datasets.synthetic import synthetic_clusters
 from prefshap_core.paths import repo_root
+from prefshap_core.workflow.fingerprints import data_fingerprint
+from prefshap_core.workflow.settings import TrainSettings
 
 # The first screen's data: the paper's clusters game, scaled down to train in seconds.
 DEMO_KEY = "builtin:demo"
@@ -116,8 +121,9 @@ def load_builtin(choice: BuiltinChoice, *, missing_indicators: bool = True) -> s
     )
 
 
-def uploaded_csv(name: str, data: bytes, file_id: str) -> state.UploadedCsv:
-    return state.UploadedCsv(name, data, hashlib.sha256(data).hexdigest(), file_id)
+def uploaded_file(name: str, data: bytes, file_id: str) -> state.UploadedFile:
+    """An uploaded table in any upload format (CSV, .xlsx, .parquet), hashed once."""
+    return state.UploadedFile(name, data, hashlib.sha256(data).hexdigest(), file_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -143,7 +149,7 @@ def _uploaded_data(
 
 
 def upload_key(
-    files: tuple[state.UploadedCsv, ...],
+    files: tuple[state.UploadedFile, ...],
     lenient: bool,
     use_columns: tuple[str, ...],
     missing_indicators: bool = True,
@@ -158,9 +164,9 @@ def upload_key(
 
 
 def load_upload(
-    items: state.UploadedCsv,
-    duels: state.UploadedCsv,
-    contexts: state.UploadedCsv | None = None,
+    items: state.UploadedFile,
+    duels: state.UploadedFile,
+    contexts: state.UploadedFile | None = None,
     *,
     lenient: bool = True,
     use_columns: tuple[str, ...] = (),
@@ -251,7 +257,7 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
     files = []
     for k, name in enumerate(meta["files"]):
         raw = (folder / f"file{k}").read_bytes()
-        files.append(uploaded_csv(name, raw, file_id=f"restored:{token}:{k}"))
+        files.append(uploaded_file(name, raw, file_id=f"restored:{token}:{k}"))
     return load_upload(
         *files, lenient=bool(meta["lenient"]), use_columns=tuple(meta["use_columns"]),
         missing_indicators=missing_indicators, title=meta["title"],
@@ -264,7 +270,7 @@ def _restore_model(loaded: state.LoadedData, settings: dict | None) -> state.Tra
     from dashboard import services  # services imports this module
 
     try:
-        train_settings = workflow.TrainSettings.from_record(settings)
+        train_settings = TrainSettings.from_record(settings)
     except ValueError:  # a damaged record: no model to restore, never an error
         return None
     return services.cached_model(loaded, train_settings)
@@ -313,7 +319,7 @@ def remember_session() -> None:
 
 def _fingerprint(data: DuelData) -> str:
     # Computed once per load and kept in LoadedData: every cache key starts with it.
-    return workflow.data_fingerprint(data)
+    return data_fingerprint(data)
 
 
 def sample_file(name: str) -> bytes:

@@ -20,10 +20,10 @@ import numpy as np
 import streamlit as st
 
 from dashboard.jobs import Job
-from prefshap_core.data import DuelData
-from prefshap_core.data.duel_data import Split
+from prefshap_core.data.duel_data import DuelData, Split
 from prefshap_core.models.preference_function import PreferenceFunction
-from prefshap_core.workflow import TrainingResult, TrainSettings
+from prefshap_core.workflow.results import TrainingResult
+from prefshap_core.workflow.settings import TrainSettings
 
 PERSIST = "session"  # persist_state of widgets whose value survives page switches
 
@@ -31,7 +31,7 @@ _DATASETS = "datasets"  # dict[str, LoadedData], by LoadedData.key
 _ACTIVE = "active_dataset"  # str | None, a key of _DATASETS
 _MODELS = "models"  # dict[str, TrainedModel], by data fingerprint
 _JOBS = "jobs"  # dict[str, Job], by job key
-_UPLOADS = "uploads"  # dict[str, UploadedCsv]: "items" / "duels" -> the file
+_UPLOADS = "uploads"  # dict[str, UploadedFile]: "items" / "duels" -> the file
 _UPLOAD_ROUND = "upload_round"  # int: bumped to give the file uploaders fresh, empty keys
 _ITEM = "selected_item"  # dict[str, str]: data fingerprint -> item id
 _DUEL = "selected_duel"  # dict[str, tuple[int, str | None]]: fingerprint -> (duel, seen from)
@@ -55,7 +55,7 @@ class LoadedData:
     fingerprint: str
     source: str  # "builtin" | "upload"
     files: tuple[str, ...] = ()  # uploaded file names
-    uploaded: tuple[UploadedCsv, ...] = ()  # the uploaded files themselves (reload restore)
+    uploaded: tuple[UploadedFile, ...] = ()  # the uploaded files themselves (reload restore)
     lenient: bool = True  # how an upload was read (invalid rows dropped, or an error)
     use_columns: tuple[str, ...] = ()  # id-like columns the user chose to use
     missing_indicators: bool = True  # "<column> (missing)" columns for mostly-missing ones
@@ -94,7 +94,7 @@ class TrainedModel:
 
 
 @dataclass(frozen=True, eq=False)
-class UploadedCsv:
+class UploadedFile:
     """An uploaded file, hashed once (hashing 200 MB on every rerun would show)."""
 
     name: str
@@ -141,7 +141,7 @@ def active() -> LoadedData | None:
     return datasets().get(key) if key else None
 
 
-def uploads() -> dict[str, UploadedCsv]:
+def uploads() -> dict[str, UploadedFile]:
     return st.session_state[_UPLOADS]
 
 

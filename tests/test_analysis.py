@@ -20,17 +20,18 @@ from prefshap_core.analysis.covariates import (
     encode_covariates,
     raw_covariates,
 )
+from prefshap_core.analysis.groups import (
+    ItemCondition,
+    duels_between,
+    group_record,
+    item_mask,
+    orient_to_group,
+)
 from prefshap_core.analysis.head_to_head import meetings, most_active_pair, pair_preference
 from prefshap_core.analysis.pairwise import preference_matrix, utility, win_probability
 from prefshap_core.analysis.rankings import BT_SCORE, UPM_SCORE, rankings
-from prefshap_core.analysis.sides import (
-    ItemCondition,
-    duels_between,
-    item_mask,
-    orient_to_side,
-    side_record,
-)
-from prefshap_core.data import build_duel_data, read_table
+from prefshap_core.data.build import build_duel_data
+from prefshap_core.data.csv_io import read_table
 from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.paths import repo_root
 
@@ -255,7 +256,7 @@ def test_sides_orient_duels_to_group_a() -> None:
         assert mask_a[a_side] and mask_b[b_side]
     others = np.setdiff1d(np.arange(data.n_duels), duels)
     assert not np.any(mask_a[data.left[others]] != mask_a[data.right[others]])
-    wins, losses = side_record(data, duels, signs)
+    wins, losses = group_record(data, duels, signs)
     slow = sum(int(data.winners()[k] in np.flatnonzero(mask_a)) for k in duels.tolist())
     assert (wins, losses) == (slow, len(duels) - slow)
     from prefshap_core.explain.explanation import Explanation
@@ -267,7 +268,7 @@ def test_sides_orient_duels_to_group_a() -> None:
         left_ids=data.item_ids[data.left[duels]], right_ids=data.item_ids[data.right[duels]],
         winners=data.y[duels],
     )  # fmt: skip
-    seen = orient_to_side(expl, data, mask_a, mask_b, "big")
+    seen = orient_to_group(expl, data, mask_a, mask_b, "big")
     np.testing.assert_array_equal(seen.values[:, 0], signs)
     assert seen.orientation == "side:big"
     assert int((seen.winners > 0).sum()) == wins

@@ -20,8 +20,9 @@ from prefshap_core.compute import Compute
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.games.items import item_coalition_values
 from prefshap_core.explain.reference import random_preference_function
-from prefshap_core.explain.shapley import SampledShapley, sample_stratified_coalitions
 from prefshap_core.explain.shapley.coalitions import all_coalitions, bits_from_masks
+from prefshap_core.explain.shapley.sampled import SampledShapley
+from prefshap_core.explain.shapley.stratified import sample_stratified_coalitions
 
 GROUPS = [("a", 1), ("type", 3), ("b", 1), ("c", 1)]
 

@@ -276,7 +276,7 @@ def test_pokemon_from_the_browser(tmp_path: Path) -> None:
     if os.environ.get("PREFSHAP_BROWSER_BENCH") != "1":
         pytest.skip("timing run: set PREFSHAP_BROWSER_BENCH=1 to run it")
     _require_browser()
-    from prefshap_core.datasets import available_datasets
+    from prefshap_core.datasets.registry import available_datasets
 
     pokemon = next(d for d in available_datasets() if d.name == "pokemon")
     if not pokemon.available:
@@ -339,7 +339,7 @@ def test_head_to_head_link_what_if_and_a_beehive_click(tmp_path: Path) -> None:
     Screenshots of each view go to artifacts/."""
     _require_browser()
     ARTIFACTS.mkdir(exist_ok=True)
-    from prefshap_core.datasets import synthetic_clusters
+    from prefshap_core.datasets.synthetic import synthetic_clusters
 
     demo = synthetic_clusters(n_items=400, n_duels=3000, seed=0)  # the app's demo data
     a, b = str(demo.item_ids[5]), str(demo.item_ids[9])

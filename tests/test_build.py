@@ -8,16 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prefshap_core.data import (
-    DuelData,
-    EncodingSpec,
-    build_duel_data,
-    encode_rows,
-    encode_table,
-    load_directory,
-    read_table,
-    split_duels,
-)
+from prefshap_core.data.build import build_duel_data, load_directory
+from prefshap_core.data.csv_io import read_table
+from prefshap_core.data.duel_data import DuelData, split_duels
+from prefshap_core.data.encoding.spec import EncodingSpec
+from prefshap_core.data.encoding.tables import encode_rows, encode_table
 from prefshap_core.errors import DataValidationError
 
 ITEMS = "id,name,speed,style\na,Alpha,1.5,x\nb,Beta,,y\nc,Gamma,3,x\nd,Delta,4,\n"

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from prefshap_core import cache as cache_module
-from prefshap_core import workflow
 from prefshap_core.cache import (
     CACHE_DIR_ENV,
     FORMAT_VERSION,
@@ -16,20 +15,24 @@ from prefshap_core.cache import (
     cache_dir,
     explanation_key,
 )
-from prefshap_core.datasets import load_dataset
+from prefshap_core.datasets.registry import load_dataset
 from prefshap_core.explain import CGOptions, ExplainOptions, LocalExecutor
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.paths import repo_root
+from prefshap_core.workflow.fingerprints import data_fingerprint, settings_fingerprint
+from prefshap_core.workflow.results import TrainingResult
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 SAMPLE = repo_root() / "sample_data"
 
 
 @pytest.fixture(scope="module")
-def trained() -> tuple[object, workflow.TrainingResult, str, str]:
+def trained() -> tuple[object, TrainingResult, str, str]:
     data = load_dataset(SAMPLE)
-    settings = workflow.TrainSettings(kind="cgpm", n_centres=40, penalty=1e-3, baseline=True)
-    result = workflow.train(data, settings)
-    return data, result, workflow.data_fingerprint(data), workflow.settings_fingerprint(settings)
+    settings = TrainSettings(kind="cgpm", n_centres=40, penalty=1e-3, baseline=True)
+    result = train(data, settings)
+    return data, result, data_fingerprint(data), settings_fingerprint(settings)
 
 
 def _explanation(q: int = 5, with_missing_label: bool = True) -> Explanation:

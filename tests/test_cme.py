@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain.cme.base import DEFAULT_CME_LAMBDA, CMEProblem, CMESystem
+from prefshap_core.explain.cme.base import CMEProblem, CMESystem
 from prefshap_core.explain.cme.embedding import CholeskySolver, CoalitionEmbedding
 from prefshap_core.explain.cme.regulariser import (
     LambdaSearch,
@@ -20,6 +20,7 @@ from prefshap_core.explain.cme.regulariser import (
 )
 from prefshap_core.explain.reference import gamma_direct
 from prefshap_core.explain.shapley.coalitions import all_coalitions
+from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA
 
 
 def problem(seed: int = 0, n: int = 15, levels: int = 2):

@@ -156,9 +156,9 @@ def test_opponents_filter_narrows_a_players_duels() -> None:
     assert choices[0] == "all opponents"
     opponent = at.selectbox(key=key)
     data = _loaded(at).data
-    from prefshap_core import workflow
+    from prefshap_core.workflow.items import item_record
 
-    table = workflow.item_record(data, item).duels
+    table = item_record(data, item).duels
     top = table["opponent_id"].value_counts().index[0]
     opponent.set_value(top)
     at = settle(at)
@@ -193,11 +193,11 @@ def test_group_view_from_side_a_with_a_numeric_range() -> None:
     at = settle(at)
     assert_clean(at)
     data = _loaded(at).data
-    from prefshap_core.analysis.sides import ItemCondition, duels_between, item_mask, side_record
+    from prefshap_core.analysis.groups import ItemCondition, duels_between, group_record, item_mask
 
     mask = item_mask(data, ItemCondition("x0", ">", 0.5))
     duels, signs = duels_between(data, mask, ~mask)
-    wins, losses = side_record(data, duels, signs)
+    wins, losses = group_record(data, duels, signs)
     assert f"Group A won {wins:,} and lost {losses:,} of these {len(duels):,} duels." in texts(at)
     assert _layout(at, 0)["title"]["text"].startswith("x0 > 0.5 vs the rest (60 duels)")
     # The dependence plot: its feature is a choice.

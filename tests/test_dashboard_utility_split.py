@@ -17,8 +17,9 @@ from test_dashboard_support import (
 )
 
 from dashboard.services import DEFAULT_EXPLAIN_CAP
-from prefshap_core import workflow
 from prefshap_core.analysis.utility_split import duel_parts
+from prefshap_core.workflow.selections import sample_duels
+from prefshap_core.workflow.training import SMALL_TEST
 
 NUMBER = r"([+-]?\d+\.\d+)"
 
@@ -80,8 +81,8 @@ def test_duel_and_explain_split_a_cgpm_with_utility_weight() -> None:
     assert len(captions) == 2  # the item tab (context-averaged) and the context tab
     test = model.result.split.test
     # The page's subset: all duels when the test split is small, capped (seeded).
-    duels = np.arange(data.n_duels) if len(test) < workflow.SMALL_TEST else test
-    duels = workflow.sample_duels(duels, DEFAULT_EXPLAIN_CAP)
+    duels = np.arange(data.n_duels) if len(test) < SMALL_TEST else test
+    duels = sample_duels(duels, DEFAULT_EXPLAIN_CAP)
     for caption, averaged in zip(captions, (True, False), strict=True):
         expected = duel_parts(fn, data, duels, averaged=averaged)
         utility, intransitive = expected.mean_sizes()

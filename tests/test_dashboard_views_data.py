@@ -10,28 +10,38 @@ import pytest
 
 from dashboard import state
 from dashboard.services import views_data
-from prefshap_core import workflow
 from prefshap_core.analysis.context_condition import categorical_context_groups
 from prefshap_core.analysis.covariates import editable_columns, encode_covariates, raw_covariates
+from prefshap_core.analysis.groups import ItemCondition
 from prefshap_core.analysis.head_to_head import pair_preference
-from prefshap_core.analysis.sides import ItemCondition
-from prefshap_core.data import load_directory
+from prefshap_core.data.build import load_directory
 from prefshap_core.paths import repo_root
+from prefshap_core.workflow.explaining import explain_input_table
+from prefshap_core.workflow.fingerprints import data_fingerprint, settings_fingerprint
+from prefshap_core.workflow.items import item_record
+from prefshap_core.workflow.selections import (
+    context_columns,
+    duels_of_item,
+    group_columns,
+    numeric_item_columns,
+)
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 
 @pytest.fixture(scope="module")
 def loaded() -> state.LoadedData:
     data = load_directory(repo_root() / "sample_data")
-    return state.LoadedData("upload:views-data", "sample", data, workflow.data_fingerprint(data),
+    return state.LoadedData("upload:views-data", "sample", data, data_fingerprint(data),
                             "upload")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def model(loaded: state.LoadedData) -> state.TrainedModel:
-    settings = workflow.TrainSettings(kind="cgpm", seed=0, n_centres=60, penalty=1e-3,
+    settings = TrainSettings(kind="cgpm", seed=0, n_centres=60, penalty=1e-3,
                                       lengthscale_scale=1.0, cme_lambda=1e-2)  # fmt: skip
-    result = workflow.train(loaded.data, settings)
-    return state.TrainedModel(result, loaded.fingerprint, workflow.settings_fingerprint(settings))
+    result = train(loaded.data, settings)
+    return state.TrainedModel(result, loaded.fingerprint, settings_fingerprint(settings))
 
 
 def test_trained_model_accessors_are_the_training_result_parts(
@@ -63,25 +73,25 @@ def test_item_record_and_duels_are_the_engine_s_and_each_caller_gets_a_copy(
 ) -> None:
     data = loaded.data
     record = views_data.item_record(loaded, "c01")
-    direct = workflow.item_record(data, "c01")
+    direct = item_record(data, "c01")
     pd.testing.assert_frame_equal(record.duels, direct.duels)
     assert (record.wins, record.losses, record.n_duels) == (direct.wins, direct.losses,
                                                             direct.n_duels)  # fmt: skip
     record.duels.loc[:, "result"] = "changed by a page"
     assert set(views_data.item_record(loaded, "c01").duels["result"]) <= {"won", "lost", "tie"}
     other = views_data.item_record(loaded, "c02")
-    assert other.item_id == "c02" and other.duels.equals(workflow.item_record(data, "c02").duels)
+    assert other.item_id == "c02" and other.duels.equals(item_record(data, "c02").duels)
 
     opponent = str(direct.duels["opponent_id"].iloc[0])
     for outcome in ("all", "wins", "losses"):
         for against in (None, opponent):
             got = views_data.duels_of_item(loaded, "c01", outcome, against)
-            want = workflow.duels_of_item(data, "c01", outcome=outcome, opponent=against)
+            want = duels_of_item(data, "c01", outcome=outcome, opponent=against)
             np.testing.assert_array_equal(got, want)
     wins = views_data.duels_of_item(loaded, "c01", "wins", None)
     assert np.all(data.winners()[wins] == data.item_index("c01"))
     table = views_data.explain_input_table(loaded, wins)
-    pd.testing.assert_frame_equal(table, workflow.explain_input_table(data, wins))
+    pd.testing.assert_frame_equal(table, explain_input_table(data, wins))
     assert len(views_data.explain_input_table(loaded, wins[:1])) == 1
 
 
@@ -90,9 +100,9 @@ def test_selections_match_the_engine_and_a_direct_count(
 ) -> None:
     data = loaded.data
     columns = views_data.selection_columns(loaded)
-    assert columns.groups == workflow.group_columns(data)
-    assert columns.numeric == workflow.numeric_item_columns(data)
-    assert columns.contexts == workflow.context_columns(data) == {"venue": ["indoor", "outdoor"]}
+    assert columns.groups == group_columns(data)
+    assert columns.numeric == numeric_item_columns(data)
+    assert columns.contexts == context_columns(data) == {"venue": ["indoor", "outdoor"]}
 
     fast = ItemCondition("speed", ">", 50.0)
     test = set(model.split.test.tolist())

@@ -8,19 +8,11 @@ import numpy as np
 import pytest
 
 from prefshap_core import paths
-from prefshap_core.data import load_directory
-from prefshap_core.datasets import (
-    DATASET_NAMES,
-    available_datasets,
-    chameleons,
-    gpm_generated,
-    load_dataset,
-    pokemon,
-    synthetic_clusters,
-    tennis,
-)
+from prefshap_core.data.build import load_directory
+from prefshap_core.datasets.real import chameleons, pokemon, tennis
+from prefshap_core.datasets.registry import DATASET_NAMES, available_datasets, load_dataset
 from prefshap_core.datasets.sample_data import write_sample_data
-from prefshap_core.datasets.synthetic import gpm_generated_tables
+from prefshap_core.datasets.synthetic import gpm_generated, gpm_generated_tables, synthetic_clusters
 from prefshap_core.errors import DatasetUnavailableError
 from prefshap_core.paths import repo_root
 

@@ -11,12 +11,14 @@ import pandas as pd
 import pytest
 import torch
 
-from prefshap_core.data import build_duel_data, load_directory, read_any, read_table
+from prefshap_core.data.build import build_duel_data, load_directory
+from prefshap_core.data.csv_io import read_table
+from prefshap_core.data.readers import read_any
 from prefshap_core.errors import DataProblems, DataValidationError
 from prefshap_core.kernels.operator import dense_operator
 from prefshap_core.metrics import classification_metrics, log_loss, roc_auc
-from prefshap_core.solvers import SolverOptions, fit_logistic
-from prefshap_core.solvers.logistic import logistic_loss
+from prefshap_core.solvers.logistic import fit_logistic, logistic_loss
+from prefshap_core.solvers.options import SolverOptions
 
 ITEMS = "id,speed,style\na,1.5,x\nb,2,y\nc,3,x\nd,4,y\n"
 
@@ -326,7 +328,8 @@ def test_load_directory_takes_xlsx_and_parquet_tables(tmp_path: Path) -> None:
 
 
 def test_item_records_show_wins_losses_ties_and_winner_views_leave_ties_out() -> None:
-    from prefshap_core.workflow import duels_of_item, item_record
+    from prefshap_core.workflow.items import item_record
+    from prefshap_core.workflow.selections import duels_of_item
 
     data = build("left,right,y\na,b,1\nb,a,0\nc,a,-1\na,d,0\nd,a,1\n")
     record = item_record(data, "a")

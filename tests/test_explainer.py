@@ -19,7 +19,8 @@ from prefshap_core.explain import (
     cme_options,
 )
 from prefshap_core.explain.reference import item_shapley, random_preference_function
-from prefshap_core.explain.shapley import ExactShapley, all_coalitions
+from prefshap_core.explain.shapley.coalitions import all_coalitions
+from prefshap_core.explain.shapley.exact import ExactShapley
 
 GROUPS = [("a", 1), ("type", 3), ("b", 1), ("colour", 2)]
 

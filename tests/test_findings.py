@@ -10,13 +10,10 @@ import pytest
 from prefshap_core.datasets.registry import load_dataset
 from prefshap_core.datasets.synthetic import synthetic_clusters
 from prefshap_core.explain import ExplainOptions
-from prefshap_core.workflow import (
-    TrainSettings,
-    duels_between_groups,
-    duels_of_item,
-    explain_duels,
-    train,
-)
+from prefshap_core.workflow.explaining import explain_duels
+from prefshap_core.workflow.selections import duels_between_groups, duels_of_item
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prefshap_core.data import build_duel_data, read_any, read_table, split_duels
-from prefshap_core.data.csv_io import MISSING_TOKENS
+from prefshap_core.data.build import build_duel_data
+from prefshap_core.data.csv_io import MISSING_TOKENS, read_table
+from prefshap_core.data.duel_data import split_duels
+from prefshap_core.data.readers import read_any
 from prefshap_core.errors import DataValidationError
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

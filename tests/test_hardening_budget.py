@@ -5,12 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prefshap_core import budget, workflow
-from prefshap_core.data.duel_data import DuelData
+from prefshap_core import budget
+from prefshap_core.data.duel_data import DuelData, split_duels
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.errors import MemoryBudgetError
-from prefshap_core.explain.shapley import coalition_count
+from prefshap_core.explain.shapley.coalitions import coalition_count
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.workflow.explaining import explain_duels
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 
 def test_budget_defaults_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,9 +64,9 @@ def test_fifty_thousand_centres_are_refused_before_allocating(
 ) -> None:
     monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, "1G")
     data = _duels(70_000)
-    settings = workflow.TrainSettings(n_centres=50_000, penalty=1.0, lengthscale_scale=1.0)
+    settings = TrainSettings(n_centres=50_000, penalty=1.0, lengthscale_scale=1.0)
     with pytest.raises(MemoryBudgetError, match="Nyström centres"):
-        workflow.train(data, settings)
+        train(data, settings)
     assert budget.reserved_bytes() == 0
 
 
@@ -115,21 +118,21 @@ def test_twenty_thousand_columns_are_refused_before_explaining(
         duel_ids=np.array(["d1", "d2"]),
     )
     with pytest.raises(MemoryBudgetError, match="feature columns"):
-        workflow.explain_duels(fn, data, np.array([0, 1]))
+        explain_duels(fn, data, np.array([0, 1]))
 
 
 def test_kernel_matrix_is_chunked_when_only_its_cache_does_not_fit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     data = _duels(2_000)
-    settings = workflow.TrainSettings(
+    settings = TrainSettings(
         n_centres=200, penalty=1e-2, lengthscale_scale=1.0, cme_lambda=1e-2, baseline=False
     )
-    n_train = len(workflow.split_duels(data.n_duels, 0).train)
+    n_train = len(split_duels(data.n_duels, 0).train)
     without = budget.training_bytes(n_train, 200, 2, kernel_cache_bytes=0)
     monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, str(without + 10_000))
     assert budget.kernel_cache_allowance(n_train, 200, 2) == 10_000 < n_train * 200 * 8
-    chunked = workflow.train(data, settings)  # fits: K_nM recomputed by blocks
+    chunked = train(data, settings)  # fits: K_nM recomputed by blocks
     monkeypatch.delenv(budget.MEMORY_BUDGET_ENV)
-    cached = workflow.train(data, settings)
+    cached = train(data, settings)
     np.testing.assert_allclose(chunked.function.alpha, cached.function.alpha, rtol=1e-8, atol=1e-10)

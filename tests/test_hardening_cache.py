@@ -11,14 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prefshap_core import workflow
 from prefshap_core.cache import DiskCache, explanation_key
-from prefshap_core.data import build_duel_data
+from prefshap_core.data.build import build_duel_data
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.explain import ExplainOptions
 from prefshap_core.paths import repo_root
+from prefshap_core.workflow.fingerprints import data_fingerprint, settings_fingerprint
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
-SETTINGS = workflow.TrainSettings(
+SETTINGS = TrainSettings(
     n_centres=40, penalty=1e-3, lengthscale_scale=1.0, cme_lambda=1e-2, baseline=False
 )
 
@@ -65,12 +67,12 @@ def test_variants_are_equal_in_model_space(variants) -> None:
 
 def test_two_uploads_equal_in_model_space_get_their_own_entries(tmp_path: Path, variants) -> None:
     cache = DiskCache(tmp_path)
-    settings_fp = workflow.settings_fingerprint(SETTINGS)
-    fingerprints = [workflow.data_fingerprint(d) for d in variants]
+    settings_fp = settings_fingerprint(SETTINGS)
+    fingerprints = [data_fingerprint(d) for d in variants]
     assert len(set(fingerprints)) == 4
     for data, fp in zip(variants, fingerprints, strict=True):
         assert cache.load_training(fp, settings_fp) is None  # never the previous upload's
-        result = workflow.train(data, SETTINGS)
+        result = train(data, SETTINGS)
         cache.save_training(fp, settings_fp, result)
     assert len(list((tmp_path / "models").iterdir())) == 4
     # Each entry brings back its own upload's units and players.
@@ -84,11 +86,11 @@ def test_two_uploads_equal_in_model_space_get_their_own_entries(tmp_path: Path, 
 
 def test_duel_ids_and_dataset_name_are_part_of_the_key(variants) -> None:
     base = variants[0]
-    fp = workflow.data_fingerprint(base)
+    fp = data_fingerprint(base)
     other_ids = replace(base, duel_ids=np.array([f"m{k}" for k in range(base.n_duels)]))
-    assert workflow.data_fingerprint(other_ids) != fp
-    assert workflow.data_fingerprint(replace(base, name="upload (a.csv + b.csv)")) != fp
-    assert workflow.data_fingerprint(replace(base)) == fp  # and stable
+    assert data_fingerprint(other_ids) != fp
+    assert data_fingerprint(replace(base, name="upload (a.csv + b.csv)")) != fp
+    assert data_fingerprint(replace(base)) == fp  # and stable
 
 
 def test_orphan_temporary_folders_are_cleaned(tmp_path: Path) -> None:

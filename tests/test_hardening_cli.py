@@ -7,9 +7,10 @@ import json
 import pandas as pd
 import pytest
 
-from prefshap_core import budget, workflow
+from prefshap_core import budget
 from prefshap_core.cli import main
 from prefshap_core.paths import repo_root
+from prefshap_core.workflow.training import train
 
 SAMPLE = repo_root() / "sample_data"
 
@@ -34,7 +35,7 @@ def test_unknown_device_is_a_clear_error(tmp_path, capsys, command: str) -> None
 
 
 def test_train_stdout_holds_only_the_json_line(tmp_path, capsys, monkeypatch) -> None:
-    real_train = workflow.train
+    real_train = train
 
     def chatty_train(*args, **kwargs):  # what the falkon backend does
         print("Iteration 1 - Elapsed 0.1s - training loss 0.5")

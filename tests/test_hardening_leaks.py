@@ -26,20 +26,21 @@ ROUNDS = textwrap.dedent(
     sys.path.insert(0, os.getcwd())
     from dashboard import services, sources
     from dashboard.jobs import Job
-    from prefshap_core import workflow
-    from prefshap_core.data import load_directory
+    from prefshap_core.data.build import load_directory
+    from prefshap_core.workflow.fingerprints import data_fingerprint
+    from prefshap_core.workflow.settings import TrainSettings
 
     def rss_mb():
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
     data = load_directory("sample_data")
-    fp = workflow.data_fingerprint(data)
+    fp = data_fingerprint(data)
     loaded = sources.state.LoadedData("upload:x", "x", data, fp, "upload")
     sizes = []
     for r in range(10):  # a new model and explanation every round, as visitors do
-        settings = workflow.TrainSettings(kind="cgpm", seed=r, n_centres=100, penalty=1e-3,
-                                          lengthscale_scale=1.0, cme_lambda=1e-2)
+        settings = TrainSettings(kind="cgpm", seed=r, n_centres=100, penalty=1e-3,
+                                 lengthscale_scale=1.0, cme_lambda=1e-2)
         job = Job("train", "t", lambda p: services.train_now(loaded, settings, p)).start()
         job.wait()
         model = job.result

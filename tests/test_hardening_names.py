@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prefshap_core import workflow
-from prefshap_core.data import build_duel_data
+from prefshap_core.data.build import build_duel_data
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.data.reserved_names import rename_reserved, reserved_reason
 from prefshap_core.errors import DataValidationError
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 ITEMS = pd.DataFrame({"id": ["a", "b", "c"], "speed": ["1", "2", "3"]})
 DUELS = pd.DataFrame({"left": ["a", "b", "c"], "right": ["b", "c", "a"], "winner": ["a", "c", "c"]})
@@ -51,7 +52,7 @@ def test_ordinary_names_pass_and_duplicate_groups_are_refused_at_training() -> N
         ),
     )
     with pytest.raises(DataValidationError, match="two covariates are called 'speed'"):
-        workflow.train(duplicated, workflow.TrainSettings(n_centres=3))
+        train(duplicated, TrainSettings(n_centres=3))
 
 
 def test_renaming_gives_distinct_safe_export_columns() -> None:

@@ -36,8 +36,8 @@ def test_cholesky_fallback_still_repairs_rounding() -> None:
 def test_kernel_weights_match_exact_and_survive_many_players() -> None:
     import math
 
-    from prefshap_core.explain.shapley import sample_stratified_coalitions
     from prefshap_core.explain.shapley.coalitions import kernel_weights
+    from prefshap_core.explain.shapley.stratified import sample_stratified_coalitions
 
     p = 12
     sizes = np.arange(p + 1)

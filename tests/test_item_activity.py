@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from prefshap_core.analysis.head_to_head import most_active_pair
-from prefshap_core.data import load_directory
+from prefshap_core.data.build import load_directory
 from prefshap_core.paths import repo_root
 from prefshap_core.workflow.items import duel_counts, most_active_first
 

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from prefshap_core.cli import main
-from prefshap_core.data import build_duel_data, load_directory
-from prefshap_core.datasets import load_dataset, tennis
+from prefshap_core.data.build import build_duel_data, load_directory
+from prefshap_core.datasets.real import tennis
+from prefshap_core.datasets.registry import load_dataset
 from prefshap_core.models.model_file import load_model
 
 N_ITEMS = 30

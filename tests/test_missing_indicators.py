@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prefshap_core.data import EncodingSpec, encode_rows, encode_table
 from prefshap_core.data.csv_io import read_table
-from prefshap_core.data.encoding import row_labels
+from prefshap_core.data.encoding.spec import EncodingSpec
+from prefshap_core.data.encoding.tables import encode_rows, encode_table, row_labels
 from prefshap_core.errors import DataValidationError
 
 # h: 2 of 5 missing (40%), hand: 3 of 5 (60%), w: 0 missing, k: 1 of 10 below

@@ -23,8 +23,10 @@ from prefshap_core.models.hyperparameters import SCALE_FACTORS, UTILITY_WEIGHTS,
 from prefshap_core.models.model_file import load_model, save_model
 from prefshap_core.models.search import PathFitter, choose
 from prefshap_core.paths import repo_root
-from prefshap_core.solvers import SolverOptions, fit_logistic
-from prefshap_core.workflow import TrainSettings, choose_cme_regularisers, train
+from prefshap_core.solvers.logistic import fit_logistic
+from prefshap_core.solvers.options import SolverOptions
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import choose_cme_regularisers, train
 
 FAST = dict(n_centres=300, penalty_path=(1e-3, 1e-5, 1e-7), cg_iterations=(10, 15, 20))
 

@@ -23,7 +23,7 @@ from prefshap_core.models.refine import (
 from prefshap_core.models.search import PathFitter
 from prefshap_core.paths import repo_root
 from prefshap_core.progress import ensure_progress
-from prefshap_core.solvers import SolverOptions
+from prefshap_core.solvers.options import SolverOptions
 
 FAST = dict(n_centres=300, penalty_path=(1e-3, 1e-5, 1e-7), cg_iterations=(10, 15, 20))
 

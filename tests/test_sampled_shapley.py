@@ -16,12 +16,12 @@ import torch
 
 from prefshap_core.explain.games.items import item_coalition_values
 from prefshap_core.explain.reference import shapley_by_subsets
-from prefshap_core.explain.shapley import exact_shapley_matrix
 from prefshap_core.explain.shapley.coalitions import (
     all_coalitions,
     bits_from_masks,
     masks_from_bits,
 )
+from prefshap_core.explain.shapley.exact import exact_shapley_matrix
 from prefshap_core.explain.shapley.sampled import SampledShapley
 from prefshap_core.explain.shapley.stratified import sample_stratified_coalitions
 from prefshap_core.models.model_file import load_model

@@ -12,18 +12,15 @@ import numpy as np
 import pytest
 
 from prefshap_core.explain.reference import shapley_by_subsets
-from prefshap_core.explain.shapley import (
-    ExactShapley,
-    SampledShapley,
-    exact_shapley_matrix,
-    sample_stratified_coalitions,
-)
 from prefshap_core.explain.shapley.coalitions import (
     all_coalitions,
     bits_from_masks,
     kernel_weights,
     masks_from_bits,
 )
+from prefshap_core.explain.shapley.exact import ExactShapley, exact_shapley_matrix
+from prefshap_core.explain.shapley.sampled import SampledShapley
+from prefshap_core.explain.shapley.stratified import sample_stratified_coalitions
 
 
 def random_game(p: int, n_duels: int, seed: int, additive: bool = False) -> np.ndarray:

@@ -14,10 +14,12 @@ from prefshap_core.errors import CancelledError
 from prefshap_core.kernels.operator import dense_operator
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.progress import Progress
-from prefshap_core.solvers import SolverError, SolverOptions, fit_logistic, fit_squared
 from prefshap_core.solvers.cg import conjugate_gradient
-from prefshap_core.solvers.logistic import logistic_objective
+from prefshap_core.solvers.falkon import fit_squared
+from prefshap_core.solvers.logistic import fit_logistic, logistic_objective
+from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.solvers.preconditioner import FalkonPreconditioner, triangular_gram
+from prefshap_core.solvers.result import SolverError
 
 N_ITEMS, N_DUELS = 40, 240
 EXACT = SolverOptions(cg_tolerance=1e-14, max_cg_iterations=400)

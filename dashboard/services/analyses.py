@@ -7,11 +7,11 @@ import numpy as np
 import streamlit as st
 
 from dashboard import state
-from prefshap_core import workflow
 from prefshap_core.analysis.explorer import DatasetIntransitivity, dataset_intransitivity
 from prefshap_core.analysis.rankings import Rankings, rankings
 from prefshap_core.analysis.utility_split import duel_parts, has_utility_split
 from prefshap_core.models.decision_parts import DecisionParts
+from prefshap_core.workflow.results import TrainingResult
 
 
 # -- intransitivity ----------------------------------------------------------------
@@ -45,7 +45,7 @@ def intransitivity(
 
 # -- rankings -----------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _rankings(data_fp: str, settings_fp: str, _result: workflow.TrainingResult, _data) -> Rankings:
+def _rankings(data_fp: str, settings_fp: str, _result: TrainingResult, _data) -> Rankings:
     return rankings(_result.function, _data, upm=_result.baseline_function)
 
 

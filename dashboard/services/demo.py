@@ -9,17 +9,18 @@ from dashboard.services.explain_jobs import explain_now
 from dashboard.services.explain_requests import request
 from dashboard.services.stores import disk_cache, explanation_store
 from dashboard.services.training import train_now
-from prefshap_core import workflow
 from prefshap_core.cache import cache_dir
 from prefshap_core.errors import PrefShapError
 from prefshap_core.progress import Progress, with_deadline
+from prefshap_core.workflow.fingerprints import settings_fingerprint
+from prefshap_core.workflow.settings import TrainSettings
 
 # The demo preparation gives up after this long (a planted or damaged cache entry, a
 # stalled machine), discards what it found in the cache and computes it afresh.
 DEMO_TIMEOUT_S = 60.0
 # The first screen's model: small enough to train and explain in seconds on two cores.
-DEMO_SETTINGS = workflow.TrainSettings(kind="gpm", seed=0, n_centres=300)
-DEMO_SETTINGS_FP = workflow.settings_fingerprint(DEMO_SETTINGS)
+DEMO_SETTINGS = TrainSettings(kind="gpm", seed=0, n_centres=300)
+DEMO_SETTINGS_FP = settings_fingerprint(DEMO_SETTINGS)
 
 
 # The demo per cache folder, built once per process. Not st.cache_resource: the build
@@ -47,7 +48,7 @@ def _prepare_demo(
     progress: Progress | None, *, from_cache: bool
 ) -> tuple[state.LoadedData, state.TrainedModel]:
     loaded = sources.load_builtin(sources.builtin_choices()[0])
-    settings_fp = workflow.settings_fingerprint(DEMO_SETTINGS)
+    settings_fp = settings_fingerprint(DEMO_SETTINGS)
     if not from_cache:
         disk_cache().forget_training(loaded.fingerprint, settings_fp)
     train_part = progress.span(0.0, 0.5) if progress is not None else None

@@ -13,7 +13,6 @@ from dashboard.jobs import ABANDON_AFTER_S, Job
 from dashboard.services.explain_requests import ExplainRequest, session_precision
 from dashboard.services.explainers import explainer_for
 from dashboard.services.stores import Owner, disk_cache, explanation_store
-from prefshap_core import workflow
 from prefshap_core.explain import ExplainOptions
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interaction_explanation import (
@@ -21,6 +20,7 @@ from prefshap_core.explain.interaction_explanation import (
     explain_interactions,
 )
 from prefshap_core.progress import Progress
+from prefshap_core.workflow.explaining import explain_duels
 
 
 def _owner(loaded: state.LoadedData, model: state.TrainedModel, options: ExplainOptions) -> Owner:
@@ -60,7 +60,7 @@ def explain_now(
     found = cached_explanation(loaded, model, req)
     if found is not None:
         return found
-    expl = workflow.explain_duels(
+    expl = explain_duels(
         model.result.function,
         loaded.data,
         req.duels,

@@ -8,9 +8,9 @@ import numpy as np
 
 from dashboard import state
 from dashboard.services.explainers import cluster_executor
-from prefshap_core import workflow
 from prefshap_core.cache import explanation_key
 from prefshap_core.explain import ExplainOptions
+from prefshap_core.workflow.selections import sample_duels
 
 # Explanations of large subsets are capped (sampled, seeded) unless the user raises it.
 DEFAULT_EXPLAIN_CAP = 1000
@@ -71,7 +71,7 @@ def request(
 
     ``precision``: default the session's choice (:func:`session_precision`)."""
     n_available = len(np.unique(duels))
-    duels = workflow.sample_duels(duels, cap, seed)
+    duels = sample_duels(duels, cap, seed)
     options = replace((precision or session_precision()).options(what), executor=cluster_executor())
     dtype = model.result.settings.dtype
     key = explanation_key(

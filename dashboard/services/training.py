@@ -9,8 +9,10 @@ from __future__ import annotations
 from dashboard import state
 from dashboard.jobs import ABANDON_AFTER_S, Job
 from dashboard.services.stores import disk_cache
-from prefshap_core import workflow
 from prefshap_core.progress import Progress
+from prefshap_core.workflow.fingerprints import settings_fingerprint
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
 
 MODEL_TITLES = {"gpm": "GPM", "cgpm": "C-GPM", "upm": "UPM"}
 
@@ -19,11 +21,9 @@ def training_job_key(loaded: state.LoadedData) -> str:
     return f"train:{loaded.fingerprint}"
 
 
-def cached_model(
-    loaded: state.LoadedData, settings: workflow.TrainSettings
-) -> state.TrainedModel | None:
+def cached_model(loaded: state.LoadedData, settings: TrainSettings) -> state.TrainedModel | None:
     """A model with exactly these settings from the disk cache, or None."""
-    settings_fp = workflow.settings_fingerprint(settings)
+    settings_fp = settings_fingerprint(settings)
     result = disk_cache().load_training(loaded.fingerprint, settings_fp)
     if result is None:
         return None
@@ -31,14 +31,14 @@ def cached_model(
 
 
 def train_now(
-    loaded: state.LoadedData, settings: workflow.TrainSettings, progress: Progress | None = None
+    loaded: state.LoadedData, settings: TrainSettings, progress: Progress | None = None
 ) -> state.TrainedModel:
     """Train in the calling thread (or load from the disk cache), and cache the result."""
     found = cached_model(loaded, settings)
     if found is not None:
         return found
-    settings_fp = workflow.settings_fingerprint(settings)
-    result = workflow.train(loaded.data, settings, progress)
+    settings_fp = settings_fingerprint(settings)
+    result = train(loaded.data, settings, progress)
     disk_cache().save_training(loaded.fingerprint, settings_fp, result)
     return state.TrainedModel(result, loaded.fingerprint, settings_fp)
 
@@ -54,7 +54,7 @@ def model_description(model: state.TrainedModel) -> str:
 
 
 def start_training(
-    loaded: state.LoadedData, settings: workflow.TrainSettings, *, page: str = "train"
+    loaded: state.LoadedData, settings: TrainSettings, *, page: str = "train"
 ) -> Job:
     """Train in the background (one training per dataset at a time)."""
     title = model_title(settings.kind)

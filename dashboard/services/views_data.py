@@ -22,7 +22,6 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from prefshap_core import workflow
 from prefshap_core.analysis.context_condition import categorical_context_groups
 from prefshap_core.analysis.contexts import context_row_labels
 from prefshap_core.analysis.covariates import (
@@ -32,6 +31,13 @@ from prefshap_core.analysis.covariates import (
     encode_covariates,
     raw_covariates,
 )
+from prefshap_core.analysis.groups import (
+    ItemCondition,
+    duels_between,
+    group_record,
+    item_mask,
+    orient_to_group,
+)
 from prefshap_core.analysis.head_to_head import (
     Meetings,
     PairPreference,
@@ -39,16 +45,23 @@ from prefshap_core.analysis.head_to_head import (
     most_active_pair,
     pair_preference,
 )
-from prefshap_core.analysis.sides import (
-    ItemCondition,
-    duels_between,
-    item_mask,
-    orient_to_side,
-    side_record,
-)
-from prefshap_core.data import DuelData
+from prefshap_core.data.duel_data import DuelData
 from prefshap_core.explain.explanation import Explanation
-from prefshap_core.workflow.items import duel_counts, most_active_first
+from prefshap_core.workflow import explaining as engine_explaining
+from prefshap_core.workflow import items as engine_items
+from prefshap_core.workflow import selections as engine_selections
+from prefshap_core.workflow.items import (
+    ItemRecord,
+    duel_counts,
+    most_active_first,
+    parse_pair,
+)
+from prefshap_core.workflow.selections import (
+    context_columns,
+    duels_in_context,
+    group_columns,
+    numeric_item_columns,
+)
 
 ConditionKey = tuple[str, str, str | float] | None  # an ItemCondition as a cache key
 
@@ -104,11 +117,11 @@ def default_pair(loaded: state.LoadedData) -> tuple[str, str]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _item_record(data_fp: str, item_id: str, _data: DuelData) -> workflow.ItemRecord:
-    return workflow.item_record(_data, item_id)
+def _item_record(data_fp: str, item_id: str, _data: DuelData) -> ItemRecord:
+    return engine_items.item_record(_data, item_id)
 
 
-def item_record(loaded: state.LoadedData, item_id: str) -> workflow.ItemRecord:
+def item_record(loaded: state.LoadedData, item_id: str) -> ItemRecord:
     """The item's wins, losses and table of duels."""
     return _item_record(loaded.fingerprint, item_id, loaded.data)
 
@@ -117,7 +130,7 @@ def item_record(loaded: state.LoadedData, item_id: str) -> workflow.ItemRecord:
 def _duels_of_item(
     data_fp: str, item_id: str, outcome: str, opponent: str | None, _data: DuelData
 ) -> np.ndarray:
-    return workflow.duels_of_item(_data, item_id, outcome=outcome, opponent=opponent)
+    return engine_selections.duels_of_item(_data, item_id, outcome=outcome, opponent=opponent)
 
 
 def duels_of_item(
@@ -130,7 +143,7 @@ def duels_of_item(
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _explain_input_table(data_fp: str, duels_key: bytes, _data, _duels) -> pd.DataFrame:
-    return workflow.explain_input_table(_data, _duels)
+    return engine_explaining.explain_input_table(_data, _duels)
 
 
 def explain_input_table(loaded: state.LoadedData, duels: np.ndarray) -> pd.DataFrame:
@@ -152,9 +165,9 @@ class SelectionColumns:
 @st.cache_data(show_spinner=False, max_entries=16)
 def _selection_columns(data_fp: str, _data: DuelData) -> SelectionColumns:
     return SelectionColumns(
-        workflow.group_columns(_data),
-        workflow.numeric_item_columns(_data),
-        workflow.context_columns(_data),
+        group_columns(_data),
+        numeric_item_columns(_data),
+        context_columns(_data),
     )
 
 
@@ -186,11 +199,11 @@ def _group_duels(
 ) -> GroupDuels:
     within = _test if held_out else None
     if context is not None:
-        within = workflow.duels_in_context(_data, context[0], context[1], within=within)
+        within = duels_in_context(_data, context[0], context[1], within=within)
     mask_a = item_mask(_data, None if cond_a is None else ItemCondition(*cond_a))
     mask_b = item_mask(_data, ItemCondition(*cond_b)) if cond_b is not None else ~mask_a
     duels, signs = duels_between(_data, mask_a, mask_b, within=within)
-    wins, losses = side_record(_data, duels, signs)
+    wins, losses = group_record(_data, duels, signs)
     return GroupDuels(duels, mask_a, mask_b, wins, losses)
 
 
@@ -216,14 +229,14 @@ def oriented_to_group(
 ) -> Explanation:
     """``expl`` (duels of :func:`group_duels`) with each duel seen from its A item.
     Not cached: the explanation itself is, and this is one pass over its duels."""
-    return orient_to_side(expl, loaded.data, groups.mask_a, groups.mask_b, label)
+    return orient_to_group(expl, loaded.data, groups.mask_a, groups.mask_b, label)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _context_duels(
     model_key: tuple[str, str], column: str, value: str, held_out: bool, _data, _test
 ) -> np.ndarray:
-    return workflow.duels_in_context(_data, column, value, within=_test if held_out else None)
+    return duels_in_context(_data, column, value, within=_test if held_out else None)
 
 
 def context_duels(
@@ -248,7 +261,7 @@ def pair_meetings(loaded: state.LoadedData, a: str, b: str) -> Meetings:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _find_pair(data_fp: str, text: str, _data: DuelData) -> tuple[str, str] | None:
-    return workflow.parse_pair(_data, text)
+    return parse_pair(_data, text)
 
 
 def find_pair(loaded: state.LoadedData, text: str) -> tuple[str, str] | None:

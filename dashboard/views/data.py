@@ -9,10 +9,10 @@ from dashboard import sources, state
 from dashboard.components.guard import run_guarded, show_error, without_paths
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
-from prefshap_core.data import UPLOAD_TYPES
-from prefshap_core.data.encoding import MISSING_INDICATOR_SHARE
+from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
+from prefshap_core.data.readers import UPLOAD_TYPES
 from prefshap_core.errors import PrefShapError
-from prefshap_core.workflow import LARGE_DUELS, expected_training_minutes
+from prefshap_core.workflow.training import LARGE_DUELS, expected_training_minutes
 
 FORMAT_HELP = """
 **items** — one row per item: an `id` column (unique), an optional `name`
@@ -132,7 +132,7 @@ def _upload() -> None:
         )
         kept = uploads.get(kind)
         if file is not None and (kept is None or kept.file_id != file.file_id):
-            uploads[kind] = sources.uploaded_csv(file.name, file.getvalue(), file.file_id)
+            uploads[kind] = sources.uploaded_file(file.name, file.getvalue(), file.file_id)
     options = state.load_options()
     options["lenient"] = st.toggle(
         "Lenient: drop invalid duel rows and report them (off: every problem is an error)",

@@ -29,12 +29,12 @@ from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.components.utility_split import selection_caption
 from dashboard.services import views_data
-from prefshap_core.analysis.sides import ItemCondition
+from prefshap_core.analysis.groups import ItemCondition
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
 from prefshap_core.plots import interaction_heatmap, interaction_scatter
 from prefshap_core.plots.export import interactions_to_csv
-from prefshap_core.workflow import SMALL_TEST
+from prefshap_core.workflow.training import SMALL_TEST
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
 VIEW_PARAM = {ALL: "all", GROUPS: "groups", CONTEXT: "context"}  # ?view= of each subset

@@ -23,7 +23,7 @@ from dashboard.services import views_data
 from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.plots import own_vs_opponents
 from prefshap_core.plots.own_vs_opponents import side_totals
-from prefshap_core.workflow import ItemRecord
+from prefshap_core.workflow.items import ItemRecord
 
 VIEWS = {"all": "All duels", "losses": "Losses", "wins": "Wins"}
 RESULT_OF_VIEW = {"losses": "lost", "wins": "won"}

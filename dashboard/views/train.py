@@ -15,7 +15,7 @@ from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
 from dashboard.components.train_form import FormContext, form_rows, render_rows
 from prefshap_core.compute import default_compute
-from prefshap_core.workflow import TrainSettings
+from prefshap_core.workflow.settings import TrainSettings
 
 MODELS = {
     "gpm": (

@@ -11,7 +11,7 @@ Of the model as a whole: :mod:`intransitivity`, :mod:`triangles`, :mod:`explorer
   a utility score (a UPM's f(x), or a Bradley-Terry fit of the record).
 - :mod:`bradley_terry`: maximum-likelihood Bradley-Terry scores of a win/loss record.
 - :mod:`covariates`: raw item covariates <-> model-space rows (the what-if editor).
-- :mod:`sides`: duels between two groups of items, oriented to one of them.
+- :mod:`groups`: duels between two groups of items, oriented to one of them.
 - :mod:`utility_split`: how much of g on a dataset's duels is the sum kernel's utility
   part and how much its intransitive part.
 """

@@ -36,14 +36,13 @@ from prefshap_core.data.duel_rows import (
 from prefshap_core.data.encoding.spec import EncodedTable
 from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE, encode_table, row_labels
 from prefshap_core.data.id_columns import IgnoredColumn, split_id_like
-from prefshap_core.data.readers import read_any
+from prefshap_core.data.readers import UPLOAD_TYPES, read_any
 from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.errors import DataProblems, DataValidationError
 
 DUEL_COLUMNS = ("left", "right", "winner", "loser", "y", "duel_id")
 ITEMS_FILE, DUELS_FILE, CONTEXTS_FILE = "items.csv", "duels.csv", "contexts.csv"
 ITEM_ID_WORDS = KeyWords("item id", "item ids", "have no id", "repeat an earlier id")
-TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".parquet")
 
 
 def build_duel_data(
@@ -241,9 +240,9 @@ def build_duel_data(
 
 def find_table(folder: Path, stem: str) -> Path | None:
     """``<stem>.csv`` (or .tsv, .txt, .xlsx, .parquet) in ``folder``; None if absent."""
-    for suffix in TABLE_SUFFIXES:
-        if (folder / f"{stem}{suffix}").is_file():
-            return folder / f"{stem}{suffix}"
+    for kind in UPLOAD_TYPES:
+        if (folder / f"{stem}.{kind}").is_file():
+            return folder / f"{stem}.{kind}"
     return None
 
 

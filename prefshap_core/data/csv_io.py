@@ -25,7 +25,7 @@ SOURCE_ROW = "row"
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-_ZIP_MAGIC = b"PK\x03\x04"
+ZIP_MAGIC = b"PK\x03\x04"  # an .xlsx workbook is a zip archive
 # A real CSV has (almost) no control characters; random bytes have ~11% of them.
 _MAX_CONTROL_FRACTION = 0.01
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -185,7 +185,7 @@ def read_bytes(source: str | Path | bytes, file_name: str) -> bytes:
 def _decode(raw: bytes, file_name: str) -> str:
     if not raw.strip():
         raise DataValidationError("the file is empty", file=file_name)
-    if raw.startswith(_ZIP_MAGIC):
+    if raw.startswith(ZIP_MAGIC):
         raise DataValidationError(
             "this is a zip archive (an .xlsx workbook?), not CSV text: "
             "save the sheet as CSV (comma-separated) and upload that",

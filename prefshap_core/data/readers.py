@@ -20,21 +20,22 @@ import pandas as pd
 from prefshap_core.data.csv_io import (
     MISSING_TOKENS,
     SOURCE_ROW,
+    ZIP_MAGIC,
     check_header,
     read_bytes,
     read_table,
 )
 from prefshap_core.errors import DataValidationError
 
-_ZIP_MAGIC = b"PK\x03\x04"
 _PARQUET_MAGIC = b"PAR1"
-UPLOAD_TYPES = ("csv", "tsv", "txt", "xlsx", "parquet")  # for file pickers
+# The upload formats, as file pickers name them; a folder's tables are "<stem>.<type>".
+UPLOAD_TYPES = ("csv", "tsv", "txt", "xlsx", "parquet")
 
 
 def read_any(source: str | Path | bytes, *, file_name: str, decimal: str = "auto") -> pd.DataFrame:
     """Read a CSV, .xlsx (first sheet) or .parquet table; errors name ``file_name``."""
     raw = read_bytes(source, file_name)
-    if raw.startswith(_ZIP_MAGIC):
+    if raw.startswith(ZIP_MAGIC):
         return _read_workbook(raw, file_name)
     if raw.startswith(_PARQUET_MAGIC):
         return _read_parquet(raw, file_name)

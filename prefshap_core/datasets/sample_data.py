@@ -20,6 +20,7 @@ cells of the items file are left empty on purpose (imputation is reported).
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,11 +35,24 @@ _ANIMALS = ("Otter", "Falcon", "Badger", "Lynx", "Heron", "Moose")
 _SAMPLE_STREAM = 3
 
 
-def sample_tables(
-    n_items: int = 60, n_duels: int = 800, seed: int = 0
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The sample items and duels tables (missing cells as None)."""
-    rng = np.random.default_rng([seed, _SAMPLE_STREAM])
+@dataclass(frozen=True)
+class Contest:
+    """One draw of the mechanism: the items' stats and styles, the duels and who won."""
+
+    stats: np.ndarray  # (items, 3) int: speed, power, stamina
+    style: np.ndarray  # (items,) index into STYLES
+    left: np.ndarray  # (duels,) item of each side
+    right: np.ndarray
+    venue: np.ndarray  # (duels,) index into VENUES
+    left_wins: np.ndarray  # (duels,) bool
+
+
+def draw_contest(rng: np.random.Generator, n_items: int, n_duels: int) -> Contest:
+    """Items and duels drawn by the mechanism of the module docstring (any size).
+
+    The sample data and the benchmarks' large upload (benchmarks/make_large_duels.py)
+    both come from here, each with its own seed stream.
+    """
     stats = np.rint(rng.normal(50.0, 10.0, size=(n_items, 3))).astype(int)
     style = rng.integers(len(STYLES), size=n_items)
     left = rng.integers(n_items, size=n_duels)
@@ -57,6 +71,17 @@ def sample_tables(
     )
     g = 0.6 * dz[:, 1] + w_speed * dz[:, 0] + w_stamina * dz[:, 2] + 1.0 * edge
     left_wins = rng.random(n_duels) < 1.0 / (1.0 + np.exp(-2.0 * g))
+    return Contest(stats, style, left, right, venue, left_wins)
+
+
+def sample_tables(
+    n_items: int = 60, n_duels: int = 800, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The sample items and duels tables (missing cells as None)."""
+    rng = np.random.default_rng([seed, _SAMPLE_STREAM])
+    contest = draw_contest(rng, n_items, n_duels)
+    stats, style, left, right = contest.stats, contest.style, contest.left, contest.right
+    venue, left_wins = contest.venue, contest.left_wins
 
     ids = np.array([f"c{i + 1:02d}" for i in range(n_items)])
     pool = len(_ADJECTIVES) * len(_ANIMALS)

@@ -8,11 +8,7 @@ Sub-packages by role (docs/method.md has the maths): ``games`` (value functions)
 and estimators); ``executor`` is where coalition batches run.
 """
 
-from prefshap_core.explain.cme.base import (
-    DEFAULT_CME_LAMBDA,
-    DEFAULT_CONTEXT_CME_LAMBDA,
-    EngineStats,
-)
+from prefshap_core.explain.cme.base import EngineStats
 from prefshap_core.explain.cme.regulariser import (
     LambdaSearch,
     choose_cme_lambda,
@@ -33,12 +29,9 @@ from prefshap_core.explain.options import (
     NystromOptions,
     cme_options,
 )
-from prefshap_core.explain.shapley import (
-    CoalitionSet,
-    SampledCoalitions,
-    all_coalitions,
-    sample_stratified_coalitions,
-)
+from prefshap_core.explain.shapley.coalitions import CoalitionSet, all_coalitions
+from prefshap_core.explain.shapley.stratified import SampledCoalitions, sample_stratified_coalitions
+from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA, DEFAULT_CONTEXT_CME_LAMBDA
 
 __all__ = [
     "DEFAULT_CME_LAMBDA",

@@ -1,6 +1,6 @@
 """Every coalition's value per duel: the table the explainer returns for exact runs.
 
-:class:`_ValueTable` is the pass-through 'estimator' that the explainer runs over the
+:class:`ValueTable` is the pass-through 'estimator' that the explainer runs over the
 coalition batches to collect it (interactions and other games start from it).
 """
 
@@ -25,7 +25,7 @@ class CoalitionTable:
     player_names: tuple[str, ...]
 
 
-class _ValueTable:
+class ValueTable:
     """An 'estimator' that keeps the coalition values themselves."""
 
     passes = 1

@@ -14,13 +14,13 @@ import numpy as np
 _MAX_VALUES_IN_MEMORY = 1 << 25
 
 
-def _duel_groups(n_unique: int, n_coalitions: int) -> list[np.ndarray]:
+def bounded_duel_groups(n_unique: int, n_coalitions: int) -> list[np.ndarray]:
     """Split the distinct duels so that K x duels values stay bounded in memory."""
     size = max(1, _MAX_VALUES_IN_MEMORY // max(1, n_coalitions))
     return [np.arange(s, min(s + size, n_unique)) for s in range(0, max(n_unique, 1), size)]
 
 
-def _concatenate(results: list[Any]) -> Any:
+def join_group_results(results: list[Any]) -> Any:
     """Per duel group results -> one: (phi, se) pairs by rows, value tables by columns."""
     if isinstance(results[0], tuple):
         return tuple(np.concatenate(parts, axis=0) for parts in zip(*results, strict=True))

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from prefshap_core.errors import DataValidationError
-from prefshap_core.explain.cme.base import unique_rows
 from prefshap_core.explain.games.base import DuelBatch
+from prefshap_core.kernels.rows import unique_rows
 from prefshap_core.models.preference_function import PreferenceFunction
 
 

@@ -30,14 +30,10 @@ from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme.backends import CMEBackend, make_backend
-from prefshap_core.explain.cme.base import (
-    DEFAULT_CME_LAMBDA,
-    DEFAULT_CONTEXT_CME_LAMBDA,
-    EngineStats,
-)
-from prefshap_core.explain.cme.regulariser import _regulariser
-from prefshap_core.explain.coalition_table import CoalitionTable, _ValueTable
-from prefshap_core.explain.duel_groups import _concatenate, _duel_groups
+from prefshap_core.explain.cme.base import EngineStats
+from prefshap_core.explain.cme.regulariser import usable_regulariser
+from prefshap_core.explain.coalition_table import CoalitionTable, ValueTable
+from prefshap_core.explain.duel_groups import bounded_duel_groups, join_group_results
 from prefshap_core.explain.duels import CanonicalDuels, canonical_duels, resolve_side
 from prefshap_core.explain.executor import (
     CoalitionWork,
@@ -52,16 +48,17 @@ from prefshap_core.explain.games.items import ItemGame
 from prefshap_core.explain.games.sides import SidesGame, side_player_data
 from prefshap_core.explain.options import ExplainOptions
 from prefshap_core.explain.player_data import context_columns, player_differences
-from prefshap_core.explain.shapley import (
+from prefshap_core.explain.shapley.coalitions import (
     CoalitionSet,
-    ExactShapley,
-    SampledCoalitions,
-    SampledShapley,
     all_coalitions,
+    bits_from_masks,
     choose_coalitions,
     coalition_count,
 )
-from prefshap_core.explain.shapley.coalitions import bits_from_masks
+from prefshap_core.explain.shapley.exact import ExactShapley
+from prefshap_core.explain.shapley.sampled import SampledShapley
+from prefshap_core.explain.shapley.stratified import SampledCoalitions
+from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA, DEFAULT_CONTEXT_CME_LAMBDA
 from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress, ensure_progress
 
@@ -214,7 +211,7 @@ class Explainer:
         with budget.reserve(self._memory_need(n, 2**p), "Coalition values", budget.EXPLAIN_REDUCE):
             coalitions = all_coalitions(p)
             *_, table = self._run(
-                canon, coalitions, _ValueTable(), ensure_progress(progress), "coalition values"
+                canon, coalitions, ValueTable(), ensure_progress(progress), "coalition values"
             )
         values = table[:, canon.inverse] * canon.sign[None, :]
         swap = getattr(game, "side_swap", None)
@@ -261,7 +258,7 @@ class Explainer:
         fn, options = self.function, self.options
         game: Game
         if options.what in ("items", "sides"):
-            lam = _regulariser(
+            lam = usable_regulariser(
                 fn.cme_lambda if options.cme_lambda is None else options.cme_lambda,
                 DEFAULT_CME_LAMBDA,
             )
@@ -269,7 +266,7 @@ class Explainer:
             game = game_type(fn, self.compute, lam, self.stats)
             n_queries = len(canon.batch.items)
         else:
-            lam = _regulariser(
+            lam = usable_regulariser(
                 fn.context_cme_lambda if options.cme_lambda is None else options.cme_lambda,
                 DEFAULT_CONTEXT_CME_LAMBDA,
             )
@@ -316,7 +313,7 @@ class Explainer:
             else default_task_coalitions(coalitions.n_coalitions, coalitions.n_players)
         )
         slices = coalition_slices(coalitions.n_coalitions, per_task)
-        groups = _duel_groups(len(v_full), coalitions.n_coalitions)
+        groups = bounded_duel_groups(len(v_full), coalitions.n_coalitions)
         results = []
         for g, rows in enumerate(groups):
             span = progress.span(g / len(groups), (g + 1) / len(groups))
@@ -345,7 +342,7 @@ class Explainer:
                 phi = estimator.solve_partials(partials, v_empty[rows], v_full[rows])
                 partials = executor.map(work.second_pass(phi), slices)
             results.append(estimator.finish(partials, v_empty[rows], v_full[rows], phi))
-        return v_empty, v_full, _concatenate(results)
+        return v_empty, v_full, join_group_results(results)
 
     def _meta(
         self, coalitions: CoalitionSet | SampledCoalitions, start: float, n_unique: int

@@ -35,7 +35,7 @@ from prefshap_core.models.hyperparameters import (
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.models.search import PathFitter, cross_validate, select_on_holdout
 from prefshap_core.progress import Progress, ensure_progress
-from prefshap_core.solvers import SolverOptions
+from prefshap_core.solvers.options import SolverOptions
 
 
 class PreferenceModel:

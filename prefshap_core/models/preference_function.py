@@ -33,6 +33,8 @@ import torch
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.kernels.rbf import rbf_gram
+from prefshap_core.kernels.rows import unique_rows
+from prefshap_core.models.centres import GameCentres
 from prefshap_core.models.decision_parts import DecisionParts
 
 KINDS = ("gpm", "upm", "cgpm")
@@ -109,6 +111,35 @@ class PreferenceFunction:
         ku = self.context_kernel_to_centres(self.contexts, compute)
         w = compute.tensor(self.context_weights)
         return alpha * (ku @ w) / w.sum()
+
+    # -- the games' set-up ----------------------------------------------------------
+    def item_centres(self) -> GameCentres:
+        """The item and side games' centres: the distinct rows among the centres' left and
+        right items (``index``: left, right), over the item pool."""
+        rows, index = unique_rows(np.vstack([self.centres_left, self.centres_right]))
+        return GameCentres(
+            rows=rows,
+            index=index.reshape(2, self.n_centres),
+            pool=self.items,
+            pool_weights=None,
+            lengthscales=self.lengthscales,
+            column_player=self.item_space.feature_group,
+        )
+
+    def context_centres(self) -> GameCentres:
+        """The context game's centres (C-GPM): the distinct centre contexts, over the
+        observed contexts weighted by their counts."""
+        assert self.context_space is not None and self.contexts is not None
+        assert self.context_lengthscales is not None
+        rows, index = unique_rows(np.asarray(self.centres_context))
+        return GameCentres(
+            rows=rows,
+            index=index[None, :],
+            pool=self.contexts,
+            pool_weights=self.context_weights,
+            lengthscales=self.context_lengthscales,
+            column_player=self.context_space.feature_group,
+        )
 
     # -- evaluation ----------------------------------------------------------------
     def decision(

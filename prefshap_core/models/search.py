@@ -50,7 +50,9 @@ from prefshap_core.models.refine import (
     with_factors,
 )
 from prefshap_core.progress import Progress
-from prefshap_core.solvers import SolverOptions, fit_logistic, fit_squared
+from prefshap_core.solvers.falkon import fit_squared
+from prefshap_core.solvers.logistic import fit_logistic
+from prefshap_core.solvers.options import SolverOptions
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ def beehive(
     for r, (name, x, all_data, label_texts, categories) in enumerate(rows):
         y_centre = float(n_rows - 1 - r)  # first (most important) row on top
         y = y_centre + _pile_offsets(x, rng)
-        colour = _row_colour_positions(all_data)[duels]
+        colour = row_colour_positions(all_data)[duels]
         head = f"duel %{{text}}<br>{name}: %{{x:+.3g}}"
         known = np.isfinite(colour)
         if categories is not None and not known.any():
@@ -222,7 +222,7 @@ def _category_traces(
 
 def _row_scale_bounds(data: np.ndarray) -> tuple[float, float, str] | None:
     """(low, high, which percentiles) of the row's colour scale, as in
-    :func:`_row_colour_positions`; None when the row has no numbers."""
+    :func:`row_colour_positions`; None when the row has no numbers."""
     finite = np.isfinite(data)
     if not finite.any():
         return None
@@ -264,7 +264,7 @@ def _pile_offsets(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return offsets * (ROW_HALF_HEIGHT / np.max(offsets + 1))
 
 
-def _row_colour_positions(data: np.ndarray) -> np.ndarray:
+def row_colour_positions(data: np.ndarray) -> np.ndarray:
     """Each duel's position on the red-blue scale: 0 = low, 1 = high, NaN = no value.
 
     As in shap, the scale spans the row's 5th-95th percentiles (falling back to 1st-99th,

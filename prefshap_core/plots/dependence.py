@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import style
-from prefshap_core.plots.beehive import _row_colour_positions
+from prefshap_core.plots.beehive import row_colour_positions
 
 MAX_PAIRS = 12  # more category pairs than this: x is same / different
 JITTER = 0.3
@@ -149,7 +149,7 @@ def dependence(
         partner_values = player_values(expl, int(partner))
         name = expl.player_names[int(partner)]
         if partner_values.numbers is not None:
-            positions = _row_colour_positions(partner_values.numbers)
+            positions = row_colour_positions(partner_values.numbers)
             marker.update(
                 color=positions[rows], colorscale=style.RED_BLUE_COLORSCALE, cmin=0.0, cmax=1.0,
                 showscale=True, colorbar=_colorbar(partner_values.meaning),

@@ -146,7 +146,7 @@ def fit_logistic(
     warm_start: np.ndarray | torch.Tensor | None = None,
 ) -> SolveResult:
     """:func:`prefshap_core.solvers.logistic.fit_logistic` through ``falkon.LogisticFalkon``."""
-    from prefshap_core.solvers.logistic import _schedule
+    from prefshap_core.solvers.logistic import penalty_schedule
 
     start = time.perf_counter()
     options = options or SolverOptions()
@@ -158,7 +158,7 @@ def fit_logistic(
         raise ValueError(
             "the falkon package's logistic loss takes no ties (y = 0): use the torch backend"
         )
-    schedule = _schedule(penalties, cg_iterations, options)
+    schedule = penalty_schedule(penalties, cg_iterations, options)
     ensure_progress(progress).update("falkon: logistic loss", 0.0)
     falkon, kernel, fopt, selector, x, y_t = _setup(op, y, options)
     model = falkon.LogisticFalkon(

@@ -57,9 +57,11 @@ def logistic_objective(
     return float(logistic_loss(y, f) + 0.5 * penalty * torch.dot(alpha, k_mm @ alpha))
 
 
-def _schedule(
+def penalty_schedule(
     penalties: Sequence[float], cg_iterations: int | Sequence[int] | None, options: SolverOptions
 ) -> list[tuple[float, int]]:
+    """The Newton steps ``(penalty, CG iterations)`` of a fit, checked, then
+    ``options.refine_steps`` more at the last penalty (both solver backends run these)."""
     penalties = [float(p) for p in penalties]
     if not penalties or not all(p > 0 for p in penalties):
         raise ValueError("penalties must be a non-empty list of positive numbers")
@@ -99,7 +101,7 @@ def fit_logistic(
     start = time.perf_counter()
     options = options or SolverOptions()
     progress = ensure_progress(progress)
-    schedule = _schedule(penalties, cg_iterations, options)
+    schedule = penalty_schedule(penalties, cg_iterations, options)
     n_regular = len(penalties)
     y_t = as_targets(op, y)
     n = op.n_rows

@@ -22,7 +22,7 @@ Policy, documented for users in sample_data/README.md:
 - Columns are standardised once, on this table: offset = mean, scale = standard
   deviation (1 for constant columns).
 
-This package is the public entry; each job lives in its own module:
+Each job lives in its own module, and is imported from there:
 
 * ``spec``: what an encoding is (``GroupEncoding``, ``EncodingSpec``, ``EncodedTable``);
 * ``tables``: ``encode_table`` (fit on a table), ``encode_rows`` (new rows), ``row_labels``;
@@ -32,31 +32,3 @@ This package is the public entry; each job lives in its own module:
 * ``overrides``: checking the ``numeric=`` / ``categorical=`` / ``multi_categorical=``
   declarations.
 """
-
-from prefshap_core.data.encoding.fitting import NUMERIC_SHARE
-from prefshap_core.data.encoding.numeric_cells import MAX_ABS_VALUE
-from prefshap_core.data.encoding.spec import (
-    MISSING_SUFFIX,
-    EncodedTable,
-    EncodingSpec,
-    GroupEncoding,
-)
-from prefshap_core.data.encoding.tables import (
-    MISSING_INDICATOR_SHARE,
-    encode_rows,
-    encode_table,
-    row_labels,
-)
-
-__all__ = [
-    "MAX_ABS_VALUE",
-    "MISSING_INDICATOR_SHARE",
-    "MISSING_SUFFIX",
-    "NUMERIC_SHARE",
-    "EncodedTable",
-    "EncodingSpec",
-    "GroupEncoding",
-    "encode_rows",
-    "encode_table",
-    "row_labels",
-]

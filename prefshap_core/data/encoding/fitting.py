@@ -14,13 +14,18 @@ import pandas as pd
 
 from prefshap_core.data.csv_io import text_cells
 from prefshap_core.data.duel_data import ImputationNote
-from prefshap_core.data.encoding.missing import _fill, _note, _wants_indicator, _with_indicator
-from prefshap_core.data.encoding.numeric_cells import (
-    _check_magnitude,
-    _parse_numbers,
-    _raise_bad_numbers,
+from prefshap_core.data.encoding.missing import (
+    fill_missing,
+    imputation_note,
+    wants_indicator,
+    with_indicator,
 )
-from prefshap_core.data.encoding.overrides import _names
+from prefshap_core.data.encoding.numeric_cells import (
+    check_magnitude,
+    parse_numbers,
+    raise_bad_numbers,
+)
+from prefshap_core.data.encoding.overrides import name_list
 from prefshap_core.data.encoding.spec import GroupEncoding
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.errors import DataValidationError
@@ -28,7 +33,7 @@ from prefshap_core.errors import DataValidationError
 NUMERIC_SHARE = 0.8
 
 
-def _fit_column(
+def fit_column(
     column: str,
     series: pd.Series,
     rows: np.ndarray,
@@ -38,7 +43,9 @@ def _fit_column(
     forced: str | None,
     indicator_share: float | None,
 ) -> tuple[GroupEncoding, np.ndarray, ImputationNote | None]:
-    values, bad = _parse_numbers(series)
+    """One raw column fitted as a group: numeric or categorical (``forced``: declared,
+    else guessed), its fill and indicator; also its raw block and imputation note."""
+    values, bad = parse_numbers(series)
     n_present = int((~np.isnan(values)).sum() + bad.sum())
     if n_present == 0:
         raise DataValidationError(
@@ -55,24 +62,28 @@ def _fit_column(
             "read as numeric"
         )
         why += "; fix the cell (leave it empty if unknown) or declare the column categorical"
-        _raise_bad_numbers(bad, series, rows, file_name, column, why)
-        _check_magnitude(values, rows, file_name, column)
+        raise_bad_numbers(bad, series, rows, file_name, column, why)
+        check_magnitude(values, rows, file_name, column)
         missing = np.isnan(values)
-        indicator = _wants_indicator(missing, indicator_share)
+        indicator = wants_indicator(missing, indicator_share)
         present = values[~missing]
         # With an indicator: the mean, which is the column's offset, so a reader of the
         # model file alone fills an empty cell the same way (model-space 0).
         fill = float(present.mean() if indicator else np.median(present))
         group = GroupEncoding(column, "numeric", (column,), fill=fill, missing_indicator=indicator)
-        block = _with_indicator(group, _fill(group, values[:, None], missing), missing)
-        return group, block, _note(table_name, group, int(missing.sum())) if missing.any() else None
+        block = with_indicator(group, fill_missing(group, values[:, None], missing), missing)
+        return (
+            group,
+            block,
+            imputation_note(table_name, group, int(missing.sum())) if missing.any() else None,
+        )
     cells = text_cells(series)
-    return _fit_categories(
+    return fit_categories(
         column, (column,), [cells], rows, file_name, table_name, max_categories, indicator_share
     )
 
 
-def _fit_categories(
+def fit_categories(
     name: str,
     sources: tuple[str, ...],
     cells: list[np.ndarray],
@@ -82,6 +93,8 @@ def _fit_categories(
     max_categories: int,
     indicator_share: float | None = None,
 ) -> tuple[GroupEncoding, np.ndarray, ImputationNote | None]:
+    """A categorical group over ``sources`` (several: multi-hot): its categories, fill and
+    indicator; also its raw 0/1 block and imputation note."""
     counts = Counter(cell for column in cells for cell in column if cell is not None)
     if not counts:
         raise DataValidationError(
@@ -101,14 +114,18 @@ def _fit_categories(
     most_frequent = min(counts, key=lambda category: (-counts[category], category))
     kind = "categorical" if len(sources) == 1 else "multi_categorical"
     group = GroupEncoding(name, kind, sources, categories, fill=most_frequent)
-    block, missing = _one_hot(group, cells, rows, file_name)
-    if _wants_indicator(missing, indicator_share):
+    block, missing = one_hot(group, cells, rows, file_name)
+    if wants_indicator(missing, indicator_share):
         group = GroupEncoding(name, kind, sources, categories, None, missing_indicator=True)
-    block = _with_indicator(group, _fill(group, block, missing), missing)
-    return group, block, _note(table_name, group, int(missing.sum())) if missing.any() else None
+    block = with_indicator(group, fill_missing(group, block, missing), missing)
+    return (
+        group,
+        block,
+        imputation_note(table_name, group, int(missing.sum())) if missing.any() else None,
+    )
 
 
-def _one_hot(
+def one_hot(
     group: GroupEncoding, cells: list[np.ndarray], rows: np.ndarray, file_name: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """0/1 block (rows, categories) and which rows have no category at all."""
@@ -121,7 +138,7 @@ def _one_hot(
         if len(unknown):
             raise DataValidationError(
                 f"unknown category {column[unknown[0]]!r}; known categories: "
-                f"{_names(group.categories)}",
+                f"{name_list(group.categories)}",
                 file=file_name,
                 row=int(rows[unknown[0]]),
                 column=source,
@@ -130,9 +147,11 @@ def _one_hot(
     return block, ~block.any(axis=1)
 
 
-def _standardised_space(
+def standardised_space(
     groups: list[GroupEncoding], raw: np.ndarray, file_name: str
 ) -> FeatureSpace:
+    """The feature space of fitted ``groups``: names, groups, and each column's offset (mean)
+    and scale (standard deviation; 1 for constant columns)."""
     names = [name for group in groups for name in group.feature_names]
     duplicated = sorted({name for name in names if names.count(name) > 1})
     if duplicated:

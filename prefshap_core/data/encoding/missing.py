@@ -8,7 +8,9 @@ from prefshap_core.data.duel_data import ImputationNote
 from prefshap_core.data.encoding.spec import MISSING_SUFFIX, GroupEncoding
 
 
-def _fill(group: GroupEncoding, block: np.ndarray, missing: np.ndarray) -> np.ndarray:
+def fill_missing(group: GroupEncoding, block: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """``block`` with its ``missing`` rows filled: the group's fill value or category
+    (a group with an indicator and no fill: no category, the row stays all 0)."""
     block = block.copy()
     if group.kind == "numeric":
         block[missing, 0] = group.fill
@@ -17,17 +19,21 @@ def _fill(group: GroupEncoding, block: np.ndarray, missing: np.ndarray) -> np.nd
     return block
 
 
-def _wants_indicator(missing: np.ndarray, share: float | None) -> bool:
+def wants_indicator(missing: np.ndarray, share: float | None) -> bool:
+    """Whether a column with these ``missing`` cells gets a missing indicator (``share``:
+    the least share of missing cells that does; None: never)."""
     return share is not None and bool(missing.any()) and missing.mean() >= share
 
 
-def _with_indicator(group: GroupEncoding, block: np.ndarray, missing: np.ndarray) -> np.ndarray:
+def with_indicator(group: GroupEncoding, block: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """``block`` followed by the group's 0/1 missing indicator column, if it has one."""
     if not group.missing_indicator:
         return block
     return np.concatenate([block, missing[:, None].astype(np.float64)], axis=1)
 
 
-def _note(table_name: str, group: GroupEncoding, n_missing: int) -> ImputationNote:
+def imputation_note(table_name: str, group: GroupEncoding, n_missing: int) -> ImputationNote:
+    """The report line of a group's ``n_missing`` filled cells (what they were filled with)."""
     marked = f", marked in {group.name + MISSING_SUFFIX!r}" if group.missing_indicator else ""
     if group.kind == "numeric":
         how = "mean" if group.missing_indicator else "median"

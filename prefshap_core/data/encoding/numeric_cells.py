@@ -14,7 +14,7 @@ MAX_ABS_VALUE = 1e100  # beyond this, squares and sums in the kernels overflow
 _BOOLEANS = {"true": 1.0, "false": 0.0}
 
 
-def _parse_numbers(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def parse_numbers(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Values (NaN where missing or not a number) and where a present cell is not a number."""
     if pd.api.types.is_bool_dtype(series.dtype):
         return series.to_numpy(dtype=np.float64), np.zeros(len(series), dtype=bool)
@@ -36,9 +36,11 @@ def _number(text: str) -> float:
     return float(text) if is_number_text(text) and math.isfinite(float(text)) else math.nan
 
 
-def _raise_bad_numbers(
+def raise_bad_numbers(
     bad: np.ndarray, series: pd.Series, rows: np.ndarray, file_name: str, column: str, why: str
 ) -> None:
+    """Raise the error naming the first cell flagged in ``bad`` (``why``: why a number was
+    expected there), counting the others; nothing when no cell is flagged."""
     if not bad.any():
         return
     first = int(np.flatnonzero(bad)[0])
@@ -52,7 +54,8 @@ def _raise_bad_numbers(
     )
 
 
-def _check_magnitude(values: np.ndarray, rows: np.ndarray, file_name: str, column: str) -> None:
+def check_magnitude(values: np.ndarray, rows: np.ndarray, file_name: str, column: str) -> None:
+    """Raise the error naming the first value beyond ``MAX_ABS_VALUE`` in magnitude."""
     huge = np.abs(np.nan_to_num(values)) > MAX_ABS_VALUE
     if huge.any():
         first = int(np.flatnonzero(huge)[0])

@@ -10,19 +10,20 @@ from collections.abc import Iterable
 from prefshap_core.errors import DataValidationError
 
 
-def _check_overrides(
+def check_overrides(
     columns: list[str],
     numeric: set[str],
     categorical: set[str],
     multi: dict[str, list[str]],
     file_name: str,
 ) -> None:
+    """Raise for declarations that contradict each other or name no covariate column."""
     for name in sorted(numeric & categorical):
         raise ValueError(f"column {name!r} is declared both numeric and categorical")
     for name in sorted((numeric | categorical) - set(columns)):
         raise DataValidationError(
             f"declared numeric or categorical, but there is no such covariate column "
-            f"(covariate columns: {_names(columns)})",
+            f"(covariate columns: {name_list(columns)})",
             file=file_name,
             column=name,
         )
@@ -34,7 +35,7 @@ def _check_overrides(
             if source not in columns:
                 raise DataValidationError(
                     f"named in multi_categorical group {group!r}, but there is no such "
-                    f"covariate column (covariate columns: {_names(columns)})",
+                    f"covariate column (covariate columns: {name_list(columns)})",
                     file=file_name,
                     column=source,
                 )
@@ -49,7 +50,8 @@ def _check_overrides(
             )
 
 
-def _names(names: Iterable[object], limit: int = 12) -> str:
+def name_list(names: Iterable[object], limit: int = 12) -> str:
+    """``names`` for an error message: comma-separated, the first ``limit`` only."""
     names = [str(name) for name in names]
     shown = ", ".join(names[:limit])
     return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")

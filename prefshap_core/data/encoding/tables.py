@@ -10,18 +10,18 @@ import pandas as pd
 from prefshap_core.data.csv_io import row_numbers, text_cells
 from prefshap_core.data.duel_data import ImputationNote
 from prefshap_core.data.encoding.fitting import (
-    _fit_categories,
-    _fit_column,
-    _one_hot,
-    _standardised_space,
+    fit_categories,
+    fit_column,
+    one_hot,
+    standardised_space,
 )
-from prefshap_core.data.encoding.missing import _fill, _note, _with_indicator
+from prefshap_core.data.encoding.missing import fill_missing, imputation_note, with_indicator
 from prefshap_core.data.encoding.numeric_cells import (
-    _check_magnitude,
-    _parse_numbers,
-    _raise_bad_numbers,
+    check_magnitude,
+    parse_numbers,
+    raise_bad_numbers,
 )
-from prefshap_core.data.encoding.overrides import _check_overrides, _names
+from prefshap_core.data.encoding.overrides import check_overrides, name_list
 from prefshap_core.data.encoding.spec import EncodedTable, EncodingSpec, GroupEncoding
 from prefshap_core.errors import DataValidationError
 
@@ -51,7 +51,7 @@ def encode_table(
         raise DataValidationError("two columns have this name", file=file_name, column=name)
     numeric, categorical = set(numeric), set(categorical)
     multi = {str(k): [str(c) for c in v] for k, v in (multi_categorical or {}).items()}
-    _check_overrides(columns, numeric, categorical, multi, file_name)
+    check_overrides(columns, numeric, categorical, multi, file_name)
     rows = row_numbers(table)
 
     groups: list[GroupEncoding] = []
@@ -64,14 +64,14 @@ def encode_table(
                 continue  # the group is built at its first source column
             name, sources = multi_of[column], tuple(multi[multi_of[column]])
             cells = [text_cells(table[source]) for source in sources]
-            group, block, note = _fit_categories(
+            group, block, note = fit_categories(
                 name, sources, cells, rows, file_name, table_name, max_categories,
                 missing_indicator_share,
             )  # fmt: skip
         else:
             forced = "numeric" if column in numeric else None
             forced = "categorical" if column in categorical else forced
-            group, block, note = _fit_column(
+            group, block, note = fit_column(
                 column, table[column], rows, file_name, table_name, max_categories, forced,
                 missing_indicator_share,
             )  # fmt: skip
@@ -81,7 +81,7 @@ def encode_table(
             notes.append(note)
 
     raw = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(table), 0))
-    space = _standardised_space(groups, raw, file_name)
+    space = standardised_space(groups, raw, file_name)
     spec = EncodingSpec(table=table_name, groups=tuple(groups), space=space)
     return EncodedTable(spec=spec, model=space.standardise(raw), raw=raw, notes=tuple(notes))
 
@@ -99,21 +99,21 @@ def encode_rows(
         for source in group.sources:
             if source not in table.columns:
                 raise DataValidationError(
-                    f"this column is needed (columns given: {_names(table.columns)})",
+                    f"this column is needed (columns given: {name_list(table.columns)})",
                     file=file_name,
                     column=source,
                 )
     blocks, notes = [], []
     for group in spec.groups:
         if group.kind == "numeric":
-            values, bad = _parse_numbers(table[group.sources[0]])
+            values, bad = parse_numbers(table[group.sources[0]])
             why = "the model reads this column as numeric; fix the cell"
-            _raise_bad_numbers(bad, table[group.sources[0]], rows, file_name, group.name, why)
-            _check_magnitude(values, rows, file_name, group.name)
+            raise_bad_numbers(bad, table[group.sources[0]], rows, file_name, group.name, why)
+            check_magnitude(values, rows, file_name, group.name)
             block, missing = values[:, None], np.isnan(values)
         else:
             cells = [text_cells(table[source]) for source in group.sources]
-            block, missing = _one_hot(group, cells, rows, file_name)
+            block, missing = one_hot(group, cells, rows, file_name)
         if missing.any():
             if not group.fills_missing:
                 row = int(rows[np.flatnonzero(missing)[0]])
@@ -123,9 +123,9 @@ def encode_rows(
                     row=row,
                     column=group.sources[0],
                 )
-            block = _fill(group, block, missing)
-            notes.append(_note(spec.table, group, int(missing.sum())))
-        blocks.append(_with_indicator(group, block, missing))
+            block = fill_missing(group, block, missing)
+            notes.append(imputation_note(spec.table, group, int(missing.sum())))
+        blocks.append(with_indicator(group, block, missing))
     raw = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(table), 0))
     return EncodedTable(spec=spec, model=spec.space.standardise(raw), raw=raw, notes=tuple(notes))
 

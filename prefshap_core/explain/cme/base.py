@@ -1,4 +1,4 @@
-"""What every CME backend shares: the problem, the solver seam, bookkeeping, row helpers.
+"""What every CME backend shares: the problem, the solver seam, bookkeeping, sparse matrices.
 
 A :class:`CMEProblem` is one conditional-mean-embedding problem of Pref-SHAP
 (docs/method.md, "Coalition embeddings"): a weighted pool ``X`` (rows with
@@ -20,10 +20,7 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.models.hyperparameters import (  # noqa: F401 (re-exported)
-    DEFAULT_CME_LAMBDA,
-    DEFAULT_CONTEXT_CME_LAMBDA,
-)
+from prefshap_core.models.centres import GameCentres
 
 
 @dataclass
@@ -74,6 +71,18 @@ class CMEProblem:
         if not self.cme_lambda > 0:
             raise ValueError(f"cme_lambda must be positive, got {self.cme_lambda}")
 
+    @classmethod
+    def of(cls, centres: GameCentres, cme_lambda: float) -> CMEProblem:
+        """The problem of a game's centres (:class:`GameCentres`) over its pool."""
+        return cls(
+            pool=centres.pool,
+            pool_weights=centres.pool_weights,
+            centres=centres.rows,
+            lengthscales=centres.lengthscales,
+            column_player=centres.column_player,
+            cme_lambda=cme_lambda,
+        )
+
     @property
     def weights(self) -> np.ndarray:
         n = len(self.pool)
@@ -110,15 +119,6 @@ class CMESolver(Protocol):
     def solve(
         self, systems: Sequence[CMESystem], stats: EngineStats | None = None
     ) -> list[torch.Tensor]: ...
-
-
-def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows (``-0.0`` and ``0.0`` equal) and each input row's index among them."""
-    rows = np.ascontiguousarray(np.asarray(rows, dtype=np.float64) + 0.0)
-    if len(rows) == 0:
-        return rows, np.zeros(0, dtype=np.int64)
-    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
-    return uniq, inverse.reshape(-1).astype(np.int64)
 
 
 def sparse_csr(

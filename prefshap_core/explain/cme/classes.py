@@ -15,13 +15,14 @@ or a new label after them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain.cme.base import CMEProblem, unique_rows
+from prefshap_core.explain.cme.base import CMEProblem
+from prefshap_core.kernels.rows import unique_rows
 
 
 def _first_of_each(labels: np.ndarray, n_labels: int) -> np.ndarray:
@@ -47,22 +48,17 @@ class _FixedClasses:
     pair_w: np.ndarray
 
 
-@dataclass
-class CoalitionClasses:
-    """Index bookkeeping of one coalition over a call's :class:`Universe` (NumPy)."""
+@dataclass(frozen=True)
+class CoalitionClasses(_FixedClasses):
+    """Index bookkeeping of one coalition over a call's :class:`Universe` (NumPy).
 
-    labels: np.ndarray  # (universe,) S class, pool classes first
-    r: int  # number of pool S classes
-    first: np.ndarray  # (classes,) a universe row of each S class
+    The coalition's fixed classes with the call's queries added: ``labels`` and
+    ``first`` run over the whole universe (fixed rows, then the queries; a query with
+    S columns no fixed row has opens a new class after the fixed ones).
+    """
+
     q_cls: np.ndarray  # (q',) distinct S classes of the queries (sorted: pool first)
     q_col: np.ndarray  # (queries,) column of each query in Gamma
-    sc_first: np.ndarray  # (t,) a universe row of each Sc class (pool classes first)
-    t_pool: int  # number of pool Sc classes
-    sc_centre: np.ndarray  # (t_P,) Sc classes present among the centres
-    sc_row: np.ndarray  # (centres,) index into sc_centre
-    pair_s: np.ndarray  # pool (S class, Sc class) pairs and their total weight
-    pair_sc: np.ndarray
-    pair_w: np.ndarray
 
 
 def _row_keys(rows: np.ndarray) -> list[bytes]:
@@ -178,19 +174,14 @@ class Universe:
                     new_first.append(int(self.query_rows[k]))
             query_labels[k] = label
         q_cls, q_col = np.unique(query_labels, return_inverse=True)
+        with_queries = {
+            "labels": np.concatenate([fixed.labels, query_labels]),
+            "first": np.concatenate([fixed.first, np.asarray(new_first, dtype=np.int64)]),
+        }
         return CoalitionClasses(
-            labels=np.concatenate([fixed.labels, query_labels]),
-            r=fixed.r,
-            first=np.concatenate([fixed.first, np.asarray(new_first, dtype=np.int64)]),
+            **{f.name: with_queries.get(f.name, getattr(fixed, f.name)) for f in fields(fixed)},
             q_cls=q_cls,
             q_col=q_col.reshape(-1),
-            sc_first=fixed.sc_first,
-            t_pool=fixed.t_pool,
-            sc_centre=fixed.sc_centre,
-            sc_row=fixed.sc_row,
-            pair_s=fixed.pair_s,
-            pair_sc=fixed.pair_sc,
-            pair_w=fixed.pair_w,
         )
 
 

@@ -12,8 +12,9 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain.cme.base import DEFAULT_CME_LAMBDA, unique_rows
 from prefshap_core.kernels.rbf import scaled_gram as kernel
+from prefshap_core.kernels.rows import unique_rows
+from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA
 
 DEFAULT_LAMBDA_CANDIDATES = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
 
@@ -130,7 +131,7 @@ def _proper_coalitions(p: int, n: int, rng: np.random.Generator) -> np.ndarray:
     return masks[rng.permutation(len(masks))[:n]]
 
 
-def _regulariser(value: float | None, default: float) -> float:
+def usable_regulariser(value: float | None, default: float) -> float:
     """A usable CME regulariser: the given one, else the default (also for NaN / <= 0)."""
     if value is None or not np.isfinite(value) or value <= 0:
         return default

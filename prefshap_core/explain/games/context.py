@@ -22,7 +22,7 @@ import torch
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.explain.cme.backends import CMEBackend, Embedding
-from prefshap_core.explain.cme.base import CMEProblem, EngineStats, maybe_timed, unique_rows
+from prefshap_core.explain.cme.base import CMEProblem, EngineStats, maybe_timed
 from prefshap_core.explain.games.base import DuelBatch, OnBatch
 from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -48,20 +48,12 @@ class ContextGame:
         self.fn = fn
         self.compute = compute
         self.stats = stats
-        centre_contexts, centre_index = unique_rows(np.asarray(fn.centres_context))
-        self._centre_context = compute.index(centre_index)
-        self._n_centre_contexts = len(centre_contexts)
+        centres = fn.context_centres()
+        self._centre_context = compute.index(centres.index[0])
+        self._n_centre_contexts = len(centres.rows)
         self._alpha = compute.tensor(fn.alpha)
         self._utility_weight = float(fn.utility_weight)
-        assert fn.context_lengthscales is not None
-        self.problem = CMEProblem(
-            pool=fn.contexts,
-            pool_weights=fn.context_weights,
-            centres=centre_contexts,
-            lengthscales=fn.context_lengthscales,
-            column_player=fn.context_space.feature_group,
-            cme_lambda=cme_lambda,
-        )
+        self.problem = CMEProblem.of(centres, cme_lambda)
         self.embedding: Embedding | None = None
 
     @property

@@ -32,7 +32,6 @@ from prefshap_core.explain.cme.base import (
     EngineStats,
     maybe_timed,
     sparse_csr,
-    unique_rows,
 )
 from prefshap_core.explain.games.base import DuelBatch, OnBatch
 from prefshap_core.explain.options import CholeskyOptions
@@ -64,18 +63,15 @@ class ItemGame:
         self.kind = fn.kind
         self.compute = compute
         self.stats = stats
-        m = fn.n_centres
-        centre_rows, centre_index = unique_rows(np.vstack([fn.centres_left, fn.centres_right]))
-        left, right = centre_index[:m], centre_index[m:]
-        alpha = fn.averaged_alpha(compute)  # the plain alpha unless C-GPM
-        n_centre_rows = len(centre_rows)
+        # The side game starts from this set-up too (its diagonal is this game).
+        self.centres = fn.item_centres()
+        self.alpha = fn.averaged_alpha(compute)  # the plain alpha unless C-GPM
+        left, right = self.centres.index
+        alpha, n_centre_rows = self.alpha, len(self.centres.rows)
         self._utility = None
         if self.kind == "upm" or fn.utility_weight != 0:
             weight = 1.0 if self.kind == "upm" else fn.utility_weight
-            utility = torch.zeros(n_centre_rows, dtype=alpha.dtype, device=alpha.device)
-            utility.index_add_(0, compute.index(left), weight * alpha)
-            utility.index_add_(0, compute.index(right), -weight * alpha)
-            self._utility = utility
+            self._utility = self.centres.utility(alpha, weight, compute)
         if self.kind != "upm":
             # Centres repeating the same (left, right) pair share one alpha.
             pairs, pair_index = np.unique(left * n_centre_rows + right, return_inverse=True)
@@ -89,14 +85,7 @@ class ItemGame:
                 summed,
                 (n_centre_rows, n_centre_rows),
             )
-        self.problem = CMEProblem(
-            pool=fn.items,
-            pool_weights=None,
-            centres=centre_rows,
-            lengthscales=fn.lengthscales,
-            column_player=fn.item_space.feature_group,
-            cme_lambda=cme_lambda,
-        )
+        self.problem = CMEProblem.of(self.centres, cme_lambda)
         self.embedding: Embedding | None = None
 
     @property

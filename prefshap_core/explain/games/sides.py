@@ -34,7 +34,7 @@ import torch
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.explain.cme.backends import CMEBackend
-from prefshap_core.explain.cme.base import EngineStats, maybe_timed, sparse_csr, unique_rows
+from prefshap_core.explain.cme.base import EngineStats, maybe_timed, sparse_csr
 from prefshap_core.explain.games.base import DuelBatch, OnBatch
 from prefshap_core.explain.games.items import ItemGame
 from prefshap_core.explain.player_data import player_differences
@@ -115,11 +115,9 @@ class SidesGame:
         self.space = side_space(fn.item_space)
         self.side_swap = side_swap(self.n_groups)
         self.c = utility_weight(fn)
-        m = fn.n_centres
-        centre_rows, index = unique_rows(np.vstack([fn.centres_left, fn.centres_right]))
-        left, right = index[:m], index[m:]
-        n_rows = len(centre_rows)
-        alpha = fn.averaged_alpha(compute)  # the plain alpha unless C-GPM
+        self.centres, alpha = self.items.centres, self.items.alpha  # set up once, there
+        left, right = self.centres.index
+        n_rows = len(self.centres.rows)
         self._product = fn.kind != "upm"
         if self._product:
             # B = A - A': the product term is L_a' B R_b.
@@ -130,13 +128,11 @@ class SidesGame:
                 torch.cat([alpha, -alpha]),
                 (n_rows, n_rows),
             )
-        u = torch.zeros(n_rows, dtype=alpha.dtype, device=alpha.device)
-        u.index_add_(0, compute.index(left), alpha)
-        u.index_add_(0, compute.index(right), -alpha)
-        self._u = u
-        self._centre_rows = centre_rows
+        self._u = self.centres.utility(alpha, 1.0, compute)  # times c in the contraction
         pool_kernel = rbf_gram(
-            compute.tensor(centre_rows), compute.tensor(fn.items), compute.tensor(fn.lengthscales)
+            compute.tensor(self.centres.rows),
+            compute.tensor(self.centres.pool),
+            compute.tensor(fn.lengthscales),
         )
         self._mean_embedding = pool_kernel.mean(1)  # G_empty(C, .): (n_rows,)
 
@@ -166,7 +162,7 @@ class _BoundSidesGame:
         self.universe = game.items.embedding.bind(batch.items)
         # G_all(C, x) = K(C, x) for the batch's query rows.
         self._full = rbf_gram(
-            c.tensor(game._centre_rows), c.tensor(batch.items), c.tensor(game.fn.lengthscales)
+            c.tensor(game.centres.rows), c.tensor(batch.items), c.tensor(game.fn.lengthscales)
         )
 
     def _embeddings(
@@ -210,7 +206,7 @@ class _BoundSidesGame:
             on_batch(0.5)
         n_duels = self.batch.n_duels
         out = torch.empty((len(masks), n_duels), dtype=torch.float64, device=c.torch_device)
-        n_rows = len(game._centre_rows)
+        n_rows = len(game.centres.rows)
         # Duels per contraction: the gathered embeddings and the grid stay bounded.
         per_duel = max(2 * len(codes) * n_rows, len(codes) ** 2, 1)
         step = max(1, _MAX_GATHERED_ELEMENTS // per_duel)

@@ -69,13 +69,13 @@ def duels_between(
     return idx[keep], np.where(a_left[keep], 1, -1).astype(np.int8)
 
 
-def side_record(data: DuelData, duels: np.ndarray, signs: np.ndarray) -> tuple[int, int]:
-    """(wins, losses) of side A in ``duels`` (signs from :func:`duels_between`)."""
+def group_record(data: DuelData, duels: np.ndarray, signs: np.ndarray) -> tuple[int, int]:
+    """(wins, losses) of group A in ``duels`` (signs from :func:`duels_between`)."""
     won = data.y[duels] * signs > 0
     return int(won.sum()), int((~won).sum())
 
 
-def orient_to_side(
+def orient_to_group(
     expl: Explanation, data: DuelData, mask_a: np.ndarray, mask_b: np.ndarray, label: str
 ) -> Explanation:
     """``expl`` (duels between A and B) with each duel seen from its A item."""
