@@ -22,7 +22,9 @@ from prefshap_core.models.params import (
     RUN_PARAMS,
     spec,
 )
-from prefshap_core.workflow import TrainSettings, fingerprints, settings_fingerprint
+from prefshap_core.workflow import fingerprints
+from prefshap_core.workflow.fingerprints import settings_fingerprint
+from prefshap_core.workflow.settings import TrainSettings
 
 
 def _signature() -> dict[str, inspect.Parameter]:

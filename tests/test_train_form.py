@@ -6,7 +6,8 @@ import pytest
 
 from dashboard.components.train_form import FormContext, form_rows, read_numbers
 from prefshap_core.models.params import PARAMS
-from prefshap_core.workflow import TrainSettings, settings_fingerprint
+from prefshap_core.workflow.fingerprints import settings_fingerprint
+from prefshap_core.workflow.settings import TrainSettings
 
 CONTEXT = FormContext(
     fingerprint="fp",
