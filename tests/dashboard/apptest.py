@@ -1,40 +1,24 @@
-"""Helpers shared by the dashboard tests (AppTest); holds no tests itself.
+"""Helpers for the dashboard's AppTests: run the real app script, wait for its jobs, read it.
 
-Every dashboard test runs the real app script (dashboard/app.py) with a temporary
-disk cache (``PREFSHAP_CACHE_DIR``) shared by all dashboard test modules of one
-pytest run, so the first-screen demo is trained once per run, not once per test.
+Every AppTest runs dashboard/app.py with the temporary disk cache that
+tests/dashboard/conftest.py sets for the whole run (``PREFSHAP_CACHE_DIR``), so the
+first-screen demo is trained once per run, not once per test.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
+from prefshap_core.paths import repo_root
+
+ROOT = repo_root()
 APP = ROOT / "dashboard" / "app.py"
 SAMPLE = ROOT / "sample_data"
 # Training and the first-screen demo run inside the script: generous, CI machines vary.
 TIMEOUT_S = 180
-
-
-@pytest.fixture(autouse=True)
-def dashboard_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A temporary disk cache for the app, the same folder for the whole run."""
-    folder = tmp_path_factory.getbasetemp() / "dashboard-cache"
-    folder.mkdir(exist_ok=True)
-    before = os.environ.get("PREFSHAP_CACHE_DIR")
-    os.environ["PREFSHAP_CACHE_DIR"] = str(folder)
-    yield folder
-    if before is None:
-        os.environ.pop("PREFSHAP_CACHE_DIR", None)
-    else:
-        os.environ["PREFSHAP_CACHE_DIR"] = before
 
 
 def new_app() -> AppTest:

@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from test_dashboard_support import (
+
+from prefshap_core.analysis.head_to_head import most_active_pair, pair_preference
+from tests.dashboard.apptest import (
     assert_clean,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     goto,
     new_app,
     sample_upload,
     settle,
     texts,
 )
-
-from prefshap_core.analysis.head_to_head import most_active_pair, pair_preference
 
 
 def _loaded(at):

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from prefshap_core.paths import repo_root
+
+ROOT = repo_root()
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 # ENVIRONMENT.md: without the background-networking flags Chromium keeps trying

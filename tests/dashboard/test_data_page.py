@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from test_dashboard_support import (
+
+from tests.dashboard.apptest import (
     SAMPLE,
     assert_clean,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     export_labels,
     goto,
     new_app,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_dashboard_support import (
+
+from tests.dashboard.apptest import (
     assert_clean,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     export_labels,
     goto,
     new_app,

@@ -3,14 +3,10 @@ heavy jobs queue behind a server-wide limit with their position shown."""
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dashboard.jobs import HeavyJobGate, Job
 from prefshap_core.errors import CancelledError

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
-
-# The dashboard is not an installed package: import it from the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dashboard.jobs import Job
 from prefshap_core.errors import DataValidationError

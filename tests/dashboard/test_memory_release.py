@@ -6,11 +6,8 @@ import subprocess
 import sys
 import textwrap
 import threading
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dashboard import state
 from dashboard.jobs import Job

@@ -6,11 +6,11 @@ from __future__ import annotations
 import statistics
 
 from streamlit.testing.v1 import AppTest
-from test_dashboard_support import (
+
+from tests.dashboard.apptest import (
     APP,
     TIMEOUT_S,
     assert_clean,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     goto,
     new_app,
     sample_upload,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from test_dashboard_support import (
+
+from tests.dashboard.apptest import (
     assert_clean,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     goto,
     new_app,
     sample_upload,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from test_dashboard_support import (
+from tests.dashboard.apptest import (
     assert_clean,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     export_labels,
     goto,
     jobs,

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 from streamlit.testing.v1 import AppTest
-from test_dashboard_support import (
+
+from tests.dashboard.apptest import (
     APP,
     SAMPLE,
     TIMEOUT_S,
     assert_clean,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     new_app,
     sample_upload,
     settle,

@@ -6,19 +6,18 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from test_dashboard_support import (
+
+from dashboard.services import DEFAULT_EXPLAIN_CAP
+from prefshap_core import workflow
+from prefshap_core.analysis.utility_split import duel_parts
+from tests.dashboard.apptest import (
     assert_clean,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     goto,
     new_app,
     sample_upload,
     settle,
     texts,
 )
-
-from dashboard.services import DEFAULT_EXPLAIN_CAP
-from prefshap_core import workflow
-from prefshap_core.analysis.utility_split import duel_parts
 
 NUMBER = r"([+-]?\d+\.\d+)"
 

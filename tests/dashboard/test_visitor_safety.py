@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from dashboard import services
 from dashboard.services import demo
 from prefshap_core.progress import Progress
+from tests.dashboard.apptest import SAMPLE, new_app, sample_upload, shown
 
 
 @pytest.fixture
@@ -34,13 +32,6 @@ def test_demo_preparation_times_out_discards_and_recomputes(
 
 
 # -- Markdown injection and error details (items 5 and 9), through the real app ----------
-from test_dashboard_support import (  # noqa: E402
-    SAMPLE,
-    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
-    new_app,
-    sample_upload,
-    shown,
-)
 
 EVIL_IMAGE = "![x](https://evil.example/p.png)"
 EVIL_LINK = "[click](https://evil.example)"

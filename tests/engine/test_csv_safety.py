@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dashboard.components.export import file_stem
 from prefshap_core.cli import main

@@ -3,7 +3,7 @@
 Caches key explanations by ``ENGINE_VERSION`` (prefshap_core.explain.options). A change
 that alters a number must bump it; this test fails when the numbers move (beyond
 rounding, 1e-12 relative) while the version stays. After a deliberate change: bump
-ENGINE_VERSION, then ``python tests/test_engine_version.py`` rewrites the fixture.
+ENGINE_VERSION, then ``python tests/engine/explain/test_engine_version.py`` rewrites the fixture.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def outputs() -> dict[str, list]:
 def test_numbers_move_only_with_the_engine_version() -> None:
     stored = json.loads(FIXTURE.read_text())
     assert stored["engine_version"] == ENGINE_VERSION, (
-        "ENGINE_VERSION changed: regenerate the fixture (python tests/test_engine_version.py)"
+        "ENGINE_VERSION changed: regenerate the fixture "
+        "(python tests/engine/explain/test_engine_version.py)"
     )
     now = outputs()
     assert set(now) == set(stored["outputs"])

@@ -4,7 +4,6 @@ the category itself for context groups; the numeric scale's clipping stated."""
 from __future__ import annotations
 
 import numpy as np
-from test_plots import make_explanation, rows_of
 
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import beehive
@@ -14,6 +13,7 @@ from prefshap_core.plots.beehive import (
     category_colours,
     row_categories,
 )
+from tests.engine.plots.figures import make_explanation, rows_of
 
 
 def _colour_by_duel(fig, name: str) -> dict[int, str]:

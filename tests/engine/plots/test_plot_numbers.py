@@ -4,10 +4,10 @@ and the provenance line of exported figures."""
 from __future__ import annotations
 
 import numpy as np
-from test_plots import make_explanation
 
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import bar, bar_table, waterfall, with_provenance
+from tests.engine.plots.figures import make_explanation
 
 
 def _sampled(expl: Explanation, seed: int = 0) -> Explanation:
