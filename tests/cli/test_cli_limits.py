@@ -1,4 +1,5 @@
-"""Hardening (issue 14, items 1 and 9): the CLI's limits end in one line and exit 2."""
+"""The CLI's refusals (unknown device, over the memory budget) end in one line and exit 2;
+stdout holds only the JSON line."""
 
 from __future__ import annotations
 

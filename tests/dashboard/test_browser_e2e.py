@@ -216,7 +216,7 @@ def test_upload_train_and_a_players_losses(tmp_path: Path) -> None:
         # Train: cancel a first run (default settings: seconds of work), then train a
         # small C-GPM (fewer centres keep the test short).
         page.get_by_role("link", name="Train").click()
-        # uploads are named "Upload N: <files> · <digest>" (issue 10)
+        # uploads are named "Upload N: <files> · <digest>"
         page.get_by_text(re.compile(r"Dataset: Upload \d+: items\.csv \+ duels\.csv")).wait_for()
         page.get_by_role("button", name="Train").click()
         page.get_by_role("button", name="Cancel").click()

@@ -1,4 +1,4 @@
-"""Hardening (issue 14, item 8): cancel reaches every long loop, abandoned jobs stop,
+"""Cancelling jobs: cancel reaches every long loop, abandoned jobs stop,
 heavy jobs queue behind a server-wide limit with their position shown."""
 
 from __future__ import annotations

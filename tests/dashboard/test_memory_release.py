@@ -1,4 +1,4 @@
-"""Hardening (issue 14, item 9): rounds of training and explaining return their memory."""
+"""Memory release: rounds of training and explaining return their memory."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Dashboard (AppTest): the Duel and Explain pages split g into its utility and its
-intransitive part for a sum-kernel model (issue 9), with the engine's numbers."""
+intransitive part for a sum-kernel model, with the engine's numbers."""
 
 from __future__ import annotations
 

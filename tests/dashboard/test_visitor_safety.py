@@ -1,4 +1,5 @@
-"""Hardening (issue 14): dashboard services that every visitor depends on (no browser)."""
+"""What every visitor depends on: the demo recovers from a timeout, user strings are shown
+literally (never as Markdown), error details name no server paths (no browser)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_demo_preparation_times_out_discards_and_recomputes(
     assert services.disk_cache().load_explanation(req.key) is not None
 
 
-# -- Markdown injection and error details (items 5 and 9), through the real app ----------
+# -- Markdown injection and error details, through the real app -----------------------
 
 EVIL_IMAGE = "![x](https://evil.example/p.png)"
 EVIL_LINK = "[click](https://evil.example)"

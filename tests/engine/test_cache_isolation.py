@@ -1,4 +1,4 @@
-"""Hardening (issue 14, item 2): the cache never serves one upload's entry for another."""
+"""Cache isolation: the cache never serves one upload's entry for another."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hardening (issue 14, item 4): no CSV the product writes runs a formula when opened."""
+"""CSV safety: no CSV the product writes runs a formula when opened."""
 
 from __future__ import annotations
 

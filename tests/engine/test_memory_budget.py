@@ -1,4 +1,4 @@
-"""Hardening (issue 14, item 1): every job checks its memory need before allocating."""
+"""The memory budget: every job checks its memory need before allocating."""
 
 from __future__ import annotations
 

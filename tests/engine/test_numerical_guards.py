@@ -1,4 +1,5 @@
-"""Hardening (issue 14): numerical guards that must end with a clear error, never hang."""
+"""Numerical guards (Cholesky fallback, Shapley kernel weights, deadlines): a clear error,
+never a hang or an overflow."""
 
 from __future__ import annotations
 

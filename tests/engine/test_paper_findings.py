@@ -1,7 +1,7 @@
 """The paper's findings, reproduced end to end (train -> explain), and Djokovic's losses.
 
 These train real models (about a minute in all): they are the product's acceptance
-checks for issue 3, not unit tests.
+checks, not unit tests.
 """
 
 import numpy as np

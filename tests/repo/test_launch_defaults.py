@@ -1,4 +1,4 @@
-"""Hardening (issue 14, item 10): the documented launch binds 127.0.0.1 only."""
+"""Launch defaults: the documented launch binds 127.0.0.1 only; deployment binds all."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hardening (issue 14, item 7): no player may be named like an export column."""
+"""Reserved names: no player may be named like an export column."""
 
 from __future__ import annotations
 

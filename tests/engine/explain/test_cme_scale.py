@@ -1,4 +1,4 @@
-"""Scalable CME solvers (issue 5): batched preconditioned CG, Nyström, automatic choice.
+"""Scalable CME solvers: batched preconditioned CG, Nyström, automatic choice.
 
 Every method is checked against the exact Cholesky engine (itself tested against the
 dense formula in test_cme.py): CG to its tolerance, Nyström exactly when every pool

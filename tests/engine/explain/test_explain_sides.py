@@ -21,7 +21,6 @@ GROUPS = [("a", 1), ("type", 3), ("b", 1), ("colour", 2)]
 # Duels with a swapped pair, a repeat and an item against itself.
 LEFT = np.array([0, 3, 5, 3, 7, 2])
 RIGHT = np.array([3, 0, 9, 0, 7, 11])
-HAS_UTILITY_WEIGHT = "utility_weight" in {f.name for f in dataclasses.fields(PreferenceFunction)}
 
 
 def model(kind: str, seed: int = 3) -> PreferenceFunction:
@@ -30,18 +29,8 @@ def model(kind: str, seed: int = 3) -> PreferenceFunction:
     )
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class _WithUtilityWeight(PreferenceFunction):
-    """A GPM with a utility weight, until PreferenceFunction has the field (issue 9)."""
-
-    utility_weight: float = 0.0
-
-
 def with_utility_weight(fn: PreferenceFunction, c: float) -> PreferenceFunction:
-    if HAS_UTILITY_WEIGHT:
-        return dataclasses.replace(fn, utility_weight=c)
-    values = {f.name: getattr(fn, f.name) for f in dataclasses.fields(PreferenceFunction)}
-    return _WithUtilityWeight(**values, utility_weight=c)
+    return dataclasses.replace(fn, utility_weight=c)
 
 
 def explain(fn, left=LEFT, right=RIGHT, **options):
@@ -113,9 +102,6 @@ def test_diagonal_coalitions_are_the_item_game(kind):
     np.testing.assert_allclose(sides.values[diagonal], items.values, atol=1e-10, rtol=0)
 
 
-@pytest.mark.skipif(
-    not HAS_UTILITY_WEIGHT, reason="the item game has a utility weight from issue 9"
-)
 @pytest.mark.parametrize("kind", ["gpm", "cgpm"])
 def test_diagonal_coalitions_are_the_item_game_with_a_utility_weight(kind):
     fn = with_utility_weight(model(kind), 0.6)

@@ -1,4 +1,4 @@
-"""g = utility part + intransitive part for the sum kernel k_E + w k_UPM (issue 9).
+"""g = utility part + intransitive part for the sum kernel k_E + w k_UPM.
 
 Checked against a direct NumPy formula written from docs/model-format.md ("The
 model"), and for the properties that make the split meaningful: the parts sum to

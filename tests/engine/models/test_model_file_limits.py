@@ -1,4 +1,4 @@
-"""Hardening (issue 14, item 6): crafted model files end in one located error, quickly,
+"""Model-file limits: crafted model files end in one located error, quickly,
 without inflating anything they do not need; results that would be NaN are refused."""
 
 from __future__ import annotations
