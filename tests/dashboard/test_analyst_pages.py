@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from prefshap_core.analysis.head_to_head import most_active_pair, pair_preference
 from tests.dashboard.apptest import (
@@ -93,6 +94,7 @@ def test_rankings_table_and_its_export() -> None:
     assert "Rankings (CSV)" in [b.label for b in at.get("download_button")]
 
 
+@pytest.mark.slow
 def test_rankings_per_context_and_bradley_terry_without_a_baseline() -> None:
     at = goto(sample_upload(new_app()), "train")
     fp = _fp(at)
@@ -233,6 +235,7 @@ def test_a_deep_link_opens_an_explain_view_and_a_duel() -> None:
     assert fresh.query_params["duel"] == "42"
 
 
+@pytest.mark.slow
 def test_head_to_head_per_context_on_a_cgpm() -> None:
     at = goto(sample_upload(new_app()), "train")
     fp = _fp(at)

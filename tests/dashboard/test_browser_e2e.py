@@ -41,7 +41,8 @@ CHROMIUM_ARGS = [
 ]
 ON_CI = os.environ.get("CI", "").lower() == "true"
 
-pytestmark = pytest.mark.browser
+# A Streamlit server, Chromium and a training run per test.
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _require_browser() -> None:
@@ -271,7 +272,6 @@ def test_upload_train_and_a_players_losses(tmp_path: Path) -> None:
         _no_error_on(page)
 
 
-@pytest.mark.slow
 @pytest.mark.realdata
 def test_pokemon_from_the_browser(tmp_path: Path) -> None:
     """Opt-in timing: train (default settings) and explain Pokémon from the browser."""

@@ -53,6 +53,7 @@ def test_explain_between_two_groups() -> None:
     assert max(importance, key=importance.get) == "x_AB"
 
 
+@pytest.mark.slow
 def test_explain_under_one_context() -> None:
     at = goto(_trained_sample_cgpm(), "explain")
     fp = _fingerprint(at)
@@ -66,6 +67,7 @@ def test_explain_under_one_context() -> None:
     assert export_labels(at).count("CSV") == 6
 
 
+@pytest.mark.slow
 def test_player_view_losses_and_duel() -> None:
     at = goto(_trained_sample_cgpm(), "players")
     fp = _fingerprint(at)

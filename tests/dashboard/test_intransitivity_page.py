@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.dashboard.apptest import (
     assert_clean,
     export_labels,
@@ -49,6 +51,7 @@ def test_demo_page_shows_share_cycles_links_and_the_potential() -> None:
     assert "The 30 most active items" in texts(at)
 
 
+@pytest.mark.slow
 def test_cgpm_context_changes_the_model_not_the_data() -> None:
     at = goto(sample_upload(new_app()), "train")
     fp = _fingerprint(at)

@@ -8,6 +8,7 @@ import textwrap
 import threading
 
 import numpy as np
+import pytest
 
 from dashboard import state
 from dashboard.jobs import Job
@@ -53,6 +54,7 @@ ROUNDS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_rss_is_flat_over_train_and_explain_rounds() -> None:
     done = subprocess.run(
         [sys.executable, "-c", ROUNDS], cwd=repo_root(), capture_output=True, text=True,

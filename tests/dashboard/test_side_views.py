@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.dashboard.apptest import (
     assert_clean,
@@ -94,6 +95,7 @@ def test_players_page_own_vs_opponents_in_losses() -> None:
     assert losses.n_duels > 0 and np.all(losses.left_ids == item)
 
 
+@pytest.mark.slow
 def test_duel_page_split_by_side_with_context() -> None:
     """C-GPM: the split item sections chain into the context section."""
     at = goto(sample_upload(new_app()), "train")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.dashboard.apptest import (
     assert_clean,
     export_labels,
@@ -30,6 +32,7 @@ def test_model_choice_depends_on_context() -> None:
     assert at.radio(key=f"train:kind:{fp}").options == ["C-GPM", "GPM", "UPM"]
 
 
+@pytest.mark.slow
 def test_training_shows_auc_next_to_upm_and_specr() -> None:
     at = goto(sample_upload(new_app()), "train")
     fp = _active_fingerprint(at)
@@ -61,6 +64,7 @@ def test_training_shows_auc_next_to_upm_and_specr() -> None:
     assert not any(not j.finished for j in jobs(at).values())
 
 
+@pytest.mark.slow
 def test_training_shows_progress_and_can_be_cancelled() -> None:
     at = goto(sample_upload(new_app()), "train")
     at.number_input(key="train:seed").set_value(7)  # settings nothing has cached yet

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.apptest import (
@@ -74,6 +75,7 @@ def test_contexts_table_upload_and_id_like_opt_in() -> None:
     assert "badge_id" in set(at.dataframe[0].value["feature (Shapley player)"])
 
 
+@pytest.mark.slow
 def test_a_reload_restores_the_upload_and_its_model_by_a_random_token() -> None:
     at = sample_upload(new_app())
     at.switch_page("views/train.py").run()

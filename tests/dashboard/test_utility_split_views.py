@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
 from dashboard.services import DEFAULT_EXPLAIN_CAP
 from prefshap_core import workflow
@@ -18,6 +19,9 @@ from tests.dashboard.apptest import (
     settle,
     texts,
 )
+
+# Every test trains a sum-kernel model in the app.
+pytestmark = pytest.mark.slow
 
 NUMBER = r"([+-]?\d+\.\d+)"
 

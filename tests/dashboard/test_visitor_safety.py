@@ -19,6 +19,7 @@ def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return str(tmp_path)
 
 
+@pytest.mark.slow
 def test_demo_preparation_times_out_discards_and_recomputes(
     cache_root: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

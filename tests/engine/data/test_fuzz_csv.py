@@ -169,6 +169,7 @@ def csv_like(draw: st.DrawFn) -> bytes:
     return text.encode(encoding, errors="replace")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(csv_like(), csv_like(), st.sampled_from(["error", "drop"]))
 def test_csv_like_text_as_items_and_duels(items: bytes, duels: bytes, on_invalid: str) -> None:
@@ -237,6 +238,7 @@ def valid_duel_files(draw: st.DrawFn) -> tuple[bytes, bytes, list[tuple[str, str
     return items.encode(), text.encode(), rows
 
 
+@pytest.mark.slow
 @FUZZ
 @given(valid_duel_files(), st.integers(0, 2**32 - 1))
 def test_valid_files_build_and_keep_every_outcome(
@@ -291,6 +293,7 @@ def written_tables(draw: st.DrawFn) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+@pytest.mark.slow
 @FUZZ
 @given(written_tables())
 def test_tables_written_by_the_csv_module_read_back_exactly(

@@ -99,6 +99,7 @@ def test_the_loaders_pass_the_switch_through(tmp_path: Path) -> None:
     assert load_dataset("gpm_synthetic", n_items=30, n_duels=60, missing_indicators=False)
 
 
+@pytest.mark.slow
 def test_tennis_without_indicators(data_dir: Path) -> None:
     on, off = tennis(data_dir=data_dir), tennis(data_dir=data_dir, missing_indicators=False)
     assert "height_cm (missing)" in on.item_space.feature_names

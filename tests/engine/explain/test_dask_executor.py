@@ -185,6 +185,7 @@ def slow_explainer(fn, options, left, right, seconds: float) -> Explainer:
     return explainer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [{}, SAMPLED], ids=["exact", "sampled"])
 def test_a_worker_killed_mid_run_changes_nothing(client, extra) -> None:
     fn = model("gpm", seed=7)
@@ -267,6 +268,7 @@ def test_dashboard_uses_the_cluster_named_by_the_environment(client, monkeypatch
     assert_same(here, there_explainer(left, right))
 
 
+@pytest.mark.slow
 def test_cli_scheduler_and_workers_give_the_in_process_csv(client, tmp_path, capsys) -> None:
     import pandas as pd
 

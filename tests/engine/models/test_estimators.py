@@ -93,6 +93,7 @@ def test_upm_is_a_utility_difference(clusters):
     np.testing.assert_allclose(lhs, rhs, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_search_picks_scale_and_penalty_by_validation_log_loss(clusters):
     data, split = clusters
     model = GPM(seed=0, **FAST).fit(data, split.train, split.validation)

@@ -111,6 +111,7 @@ def test_column_factors_give_every_column_of_a_group_its_factor():
     assert not factors.is_identity() and GroupFactors.ones(space, None).is_identity()
 
 
+@pytest.mark.slow
 def test_cgpm_refinement_also_tunes_the_context_groups(tmp_path):
     data = load_directory(repo_root() / "sample_data")
     split = split_duels(data.n_duels, 0)
@@ -135,6 +136,7 @@ def test_cgpm_refinement_also_tunes_the_context_groups(tmp_path):
     np.testing.assert_array_equal(back.lengthscales, model.lengthscales_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("switch", [[], ["--no-refine-lengthscales"]], ids=["default", "off"])
 def test_train_cli_refines_unless_told_not_to(switch, tmp_path, capsys) -> None:
     items, duels, _ = gpm_generated_tables(n_items=300, n_duels=6000, d=6, n_relevant=2, seed=0)

@@ -146,6 +146,7 @@ def _alive(pid: int) -> bool:
 
 
 # -- with a real Chromium --------------------------------------------------------------
+@pytest.mark.slow
 @needs_browser
 @pytest.mark.browser
 def test_png_and_svg_export_through_chromium() -> None:
@@ -161,6 +162,7 @@ def test_png_and_svg_export_through_chromium() -> None:
     assert export.default_exporter().running  # kept for the next export
 
 
+@pytest.mark.slow
 @needs_browser
 @pytest.mark.browser
 def test_concurrent_exports_each_get_their_own_result() -> None:
@@ -181,6 +183,7 @@ def test_concurrent_exports_each_get_their_own_result() -> None:
     assert ET.fromstring(results["svg"]).get("width") == "444"
 
 
+@pytest.mark.slow
 @needs_browser
 @pytest.mark.browser
 def test_closing_an_exporter_ends_its_browser() -> None:
