@@ -1,4 +1,5 @@
-"""Exact Shapley fixtures for the sampled-value coverage test (tests/test_sampled_shapley.py).
+"""Exact Shapley fixtures for the sampled-value coverage test
+(tests/engine/explain/test_sampled_shapley.py).
 
     python benchmarks/make_shapley_fixtures.py [--players 16 17]
 
@@ -7,8 +8,8 @@ A "case" is a random GPM whose every feature is its own player (pool of 25 items
 between pool rows, and the exact item Shapley values of those duels from the full
 ``2^p`` coalition table (minutes for 17 players; tables are kept in
 ``.cache/shapley_tables/`` for bench_se_coverage.py). A fixture
-``tests/fixtures/shapley_p<p>.npz`` holds the model file, the duels and the exact
-phi, never the table: the test recomputes the values of the coalitions it samples.
+``tests/engine/explain/fixtures/shapley_p<p>.npz`` holds the model file, the duels and
+the exact phi, never the table: the test recomputes the values of the coalitions it samples.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from prefshap_core.models.model_file import model_to_bytes
 from prefshap_core.models.preference_function import PreferenceFunction
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURES = ROOT / "tests" / "engine" / "explain" / "fixtures"
 TABLES = ROOT / ".cache" / "shapley_tables"
 N_ITEMS, N_CENTRES, N_DUELS = 25, 20, 12
 

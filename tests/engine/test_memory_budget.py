@@ -1,0 +1,138 @@
+"""The memory budget: every job checks its memory need before allocating."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prefshap_core import budget
+from prefshap_core.data.duel_data import DuelData, split_duels
+from prefshap_core.data.feature_space import FeatureSpace
+from prefshap_core.errors import MemoryBudgetError
+from prefshap_core.explain.shapley.coalitions import coalition_count
+from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.workflow.explaining import explain_duels
+from prefshap_core.workflow.settings import TrainSettings
+from prefshap_core.workflow.training import train
+
+
+def test_budget_defaults_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    physical = budget.physical_memory_bytes()
+    monkeypatch.delenv(budget.MEMORY_BUDGET_ENV, raising=False)
+    default = budget.current_budget()
+    assert default.job_bytes == int(0.25 * physical)
+    assert default.server_bytes == int(0.60 * physical)
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, "512M,2GiB")
+    assert budget.current_budget() == budget.MemoryBudget(512 * 2**20, 2 * 2**30)
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, "10%")
+    assert budget.current_budget().job_bytes == int(0.10 * physical)
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, "lots")
+    with pytest.raises(ValueError, match="PREFSHAP_MEMORY_BUDGET"):
+        budget.current_budget()
+
+
+def test_estimates_grow_with_their_sizes() -> None:
+    # The centre Gram dominates: 50,000 centres in float64 are 4 x 20 GB.
+    assert budget.training_bytes(60_000, 50_000, 4) > 4 * 50_000**2 * 8
+    assert budget.training_bytes(60_000, 300, 4) < 2**30
+    # Centres beyond the training duels are never drawn.
+    assert budget.training_bytes(100, 50_000, 4) == budget.training_bytes(100, 100, 4)
+    assert coalition_count(4, 12, None) == 16
+    assert coalition_count(20_000, 12, None) == 2 * 20_000 + 2048
+    assert coalition_count(14, 12, 10**9) == 2**14
+
+
+def _duels(n_duels: int, n_items: int = 40) -> DuelData:
+    rng = np.random.default_rng(0)
+    space = FeatureSpace(("a", "b"), ("a", "b"), np.arange(2), np.zeros(2), np.ones(2))
+    left = rng.integers(0, n_items, n_duels)
+    right = (left + 1 + rng.integers(0, n_items - 1, n_duels)) % n_items
+    return DuelData(
+        name="big",
+        item_ids=np.array([f"i{k}" for k in range(n_items)]),
+        items=rng.normal(size=(n_items, 2)),
+        item_space=space,
+        left=left,
+        right=right,
+        y=np.where(rng.random(n_duels) < 0.5, 1, -1).astype(np.int8),
+        duel_ids=np.array([str(k) for k in range(n_duels)]),
+    )
+
+
+def test_fifty_thousand_centres_are_refused_before_allocating(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, "1G")
+    data = _duels(70_000)
+    settings = TrainSettings(n_centres=50_000, penalty=1.0, lengthscale_scale=1.0)
+    with pytest.raises(MemoryBudgetError, match="Nyström centres"):
+        train(data, settings)
+    assert budget.reserved_bytes() == 0
+
+
+def test_server_budget_is_shared_between_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, "600M,1G")
+    with budget.reserve(500 * 2**20, "first", "x"):
+        with (
+            pytest.raises(MemoryBudgetError, match="other jobs"),
+            budget.reserve(600 * 2**20, "second", "x"),
+        ):
+            pass
+        with budget.reserve(400 * 2**20, "third", "x"):
+            assert budget.reserved_bytes() == 900 * 2**20
+    assert budget.reserved_bytes() == 0
+
+
+def _wide_function(n_features: int) -> PreferenceFunction:
+    names = tuple(f"c{j}" for j in range(n_features))
+    space = FeatureSpace(
+        names, names, np.arange(n_features), np.zeros(n_features), np.ones(n_features)
+    )
+    items = np.zeros((3, n_features))
+    return PreferenceFunction(
+        kind="gpm",
+        item_space=space,
+        item_ids=np.array(["a", "b", "c"]),
+        items=items,
+        lengthscales=np.ones(n_features),
+        centres_left=items[:1],
+        centres_right=items[1:2],
+        alpha=np.ones(1),
+        cme_lambda=0.01,
+    )
+
+
+def test_twenty_thousand_columns_are_refused_before_explaining(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, "1G")
+    fn = _wide_function(20_000)
+    data = DuelData(
+        name="wide",
+        item_ids=fn.item_ids,
+        items=fn.items,
+        item_space=fn.item_space,
+        left=np.array([0, 1]),
+        right=np.array([1, 2]),
+        y=np.array([1, -1], dtype=np.int8),
+        duel_ids=np.array(["d1", "d2"]),
+    )
+    with pytest.raises(MemoryBudgetError, match="feature columns"):
+        explain_duels(fn, data, np.array([0, 1]))
+
+
+def test_kernel_matrix_is_chunked_when_only_its_cache_does_not_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = _duels(2_000)
+    settings = TrainSettings(
+        n_centres=200, penalty=1e-2, lengthscale_scale=1.0, cme_lambda=1e-2, baseline=False
+    )
+    n_train = len(split_duels(data.n_duels, 0).train)
+    without = budget.training_bytes(n_train, 200, 2, kernel_cache_bytes=0)
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, str(without + 10_000))
+    assert budget.kernel_cache_allowance(n_train, 200, 2) == 10_000 < n_train * 200 * 8
+    chunked = train(data, settings)  # fits: K_nM recomputed by blocks
+    monkeypatch.delenv(budget.MEMORY_BUDGET_ENV)
+    cached = train(data, settings)
+    np.testing.assert_allclose(chunked.function.alpha, cached.function.alpha, rtol=1e-8, atol=1e-10)
