@@ -19,7 +19,7 @@ import torch
 from distributed import Client, LocalCluster
 
 from prefshap_core.errors import CancelledError
-from prefshap_core.explain import Explainer, ExplainOptions, LocalExecutor
+from prefshap_core.explain import Explainer, ExplainOptions, LocalExecutor, Shapley
 from prefshap_core.explain.dask_executor import (
     DaskExecutor,
     SchedulerUnreachableError,
@@ -30,7 +30,7 @@ from prefshap_core.progress import Progress
 
 GROUPS = [("a", 1), ("type", 3), ("b", 1), ("colour", 2), ("size", 1)]
 CONTEXT = [("surface", 3), ("temp", 1), ("wind", 1)]
-SAMPLED = {"max_exact_players": 0, "n_samples": 16, "seed": 3}
+SAMPLED = {"shapley": Shapley("sampled", 16), "seed": 3}
 
 # The slow game below travels by value (workers cannot import this test module).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -101,7 +101,7 @@ def assert_same(a, b) -> None:
         ("cgpm", "items", {}),
         ("cgpm", "context", {}),
         ("gpm", "items", SAMPLED),
-        ("cgpm", "context", {**SAMPLED, "n_samples": 4}),
+        ("cgpm", "context", {**SAMPLED, "shapley": Shapley("sampled", 4)}),
     ],
     ids=["exact-gpm", "exact-cgpm-items", "exact-context", "sampled-items", "sampled-context"],
 )

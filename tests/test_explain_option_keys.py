@@ -13,7 +13,7 @@ import pytest
 
 from prefshap_core.cache import explanation_key
 from prefshap_core.explain import ExplainOptions
-from prefshap_core.explain.options import CGOptions, CholeskyOptions, NystromOptions
+from prefshap_core.explain.options import CGOptions, CholeskyOptions, NystromOptions, Shapley
 
 DEFAULT_KEY = (
     '{"cme": {"cg": {"landmarks": "rpcholesky", "max_gram_bytes": null, "max_iter": 100, '
@@ -31,28 +31,28 @@ PINNED = {
     "auto context": (lambda: ExplainOptions(what="context"), (None, None), "1406174944777301"),
     "auto sides": (lambda: ExplainOptions(what="sides"), (None, None), "0eda57a549619c0b"),
     "exact items": (
-        lambda: ExplainOptions(what="items", max_exact_players=10**9),
+        lambda: ExplainOptions(what="items", shapley="exact"),
         (10**9, None),
         "931a86f831248127",
     ),
     "sampled 512 sides": (
-        lambda: ExplainOptions(what="sides", max_exact_players=0, n_samples=512),
+        lambda: ExplainOptions(what="sides", shapley=Shapley("sampled", 512)),
         (0, 512),
         "813efa41ffe23a23",
     ),
     "sampled default n": (
-        lambda: ExplainOptions(max_exact_players=0),
+        lambda: ExplainOptions(shapley="sampled"),
         (0, None),
         "9fb56b929faf7cf2",
     ),
     "auto 4000 cg": (
-        lambda: ExplainOptions(n_samples=4000, cme=CGOptions(tol=1e-8)),
+        lambda: ExplainOptions(shapley="auto:4000", cme=CGOptions(tol=1e-8)),
         (None, 4000),
         "9cfc86f3e20ca399",
     ),
     "exact context nystrom seed 3": (
         lambda: ExplainOptions(
-            what="context", max_exact_players=10**9, seed=3, cme=NystromOptions(n_landmarks=64)
+            what="context", shapley=Shapley("exact"), seed=3, cme=NystromOptions(n_landmarks=64)
         ),
         (10**9, None),
         "9aba85d4a6b0283f",
@@ -86,7 +86,7 @@ def test_keys_are_pinned(name: str) -> None:
 
 
 def test_explanation_disk_keys_are_pinned() -> None:
-    sampled = ExplainOptions(what="sides", max_exact_players=0, n_samples=512)
+    sampled = ExplainOptions(what="sides", shapley=Shapley("sampled", 512))
     assert (
         explanation_key("datafp", "settingsfp", np.array([3, 1, 2]), sampled, cap_seed=0)
         == "9783761bedb2b4be963b6f99350bda90"

@@ -61,7 +61,7 @@ from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.csv_io import row_numbers
 from prefshap_core.data.readers import read_any
-from prefshap_core.explain import Explainer, ExplainOptions, cme_options
+from prefshap_core.explain import Explainer, ExplainOptions, Shapley, cme_options
 from prefshap_core.explain.dask_executor import (
     DEFAULT_CONNECT_TIMEOUT,
     DaskExecutor,
@@ -72,7 +72,6 @@ from prefshap_core.explain.interaction_explanation import (
     check_interaction_groups,
     explain_interactions,
 )
-from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
 from prefshap_core.explain.options import CME_METHODS
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -216,6 +215,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shapley(args: argparse.Namespace) -> Shapley:
+    """``--exact``: every coalition; ``--samples N``: N sampled; neither: the default."""
+    if args.exact:
+        return Shapley("exact")
+    return Shapley() if args.samples is None else Shapley("sampled", args.samples)
+
+
 def _explanation(
     args: argparse.Namespace,
     fn: PreferenceFunction,
@@ -226,8 +232,7 @@ def _explanation(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     options = ExplainOptions(
         what=args.what,
-        max_exact_players=10**9 if args.exact else (0 if args.samples is not None else None),
-        n_samples=args.samples,
+        shapley=_shapley(args),
         seed=args.seed,
         cme=cme_options(args.cme_method),
         factor_cache_bytes=ONE_SHOT,
@@ -261,7 +266,7 @@ def _interactions(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     options = ExplainOptions(
         what="items",
-        max_exact_players=MAX_INTERACTION_PLAYERS,
+        shapley="exact",  # interaction values are exact (check_interaction_groups)
         cme=cme_options(args.cme_method),
         factor_cache_bytes=ONE_SHOT,
         executor=executor,

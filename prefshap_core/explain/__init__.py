@@ -23,7 +23,6 @@ from prefshap_core.explain.executor import Executor, LocalExecutor
 from prefshap_core.explain.explainer import Explainer
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.options import (
-    DEFAULT_MAX_EXACT_PLAYERS,
     ENGINE_VERSION,
     AutoOptions,
     CGOptions,
@@ -31,7 +30,10 @@ from prefshap_core.explain.options import (
     CMEOptions,
     ExplainOptions,
     NystromOptions,
+    Shapley,
+    auto_exact_players,
     cme_options,
+    default_samples,
 )
 from prefshap_core.explain.shapley import (
     CoalitionSet,
@@ -43,7 +45,6 @@ from prefshap_core.explain.shapley import (
 __all__ = [
     "DEFAULT_CME_LAMBDA",
     "DEFAULT_CONTEXT_CME_LAMBDA",
-    "DEFAULT_MAX_EXACT_PLAYERS",
     "ENGINE_VERSION",
     "AutoOptions",
     "CGOptions",
@@ -60,9 +61,12 @@ __all__ = [
     "LocalExecutor",
     "NystromOptions",
     "SampledCoalitions",
+    "Shapley",
     "all_coalitions",
+    "auto_exact_players",
     "choose_cme_lambda",
     "cme_lambda_scores",
     "cme_options",
+    "default_samples",
     "sample_stratified_coalitions",
 ]

@@ -139,11 +139,10 @@ class Explainer:
         canon = canonical_duels(left_side.rows, right_side.rows, contexts)
         game = self._ensure_game(canon)
         p = game.space.n_groups
-        need = self._memory_need(n, coalition_count(p, options.exact_limit(), options.n_samples))
+        n_samples = options.shapley.n_samples
+        need = self._memory_need(n, coalition_count(p, options.exact_limit(), n_samples))
         with budget.reserve(need, f"Explaining {n:,} duels", budget.EXPLAIN_REDUCE):
-            coalitions = choose_coalitions(
-                p, options.exact_limit(), options.n_samples, options.seed
-            )
+            coalitions = choose_coalitions(p, options.exact_limit(), n_samples, options.seed)
             exact = isinstance(coalitions, CoalitionSet)
             estimator = ExactShapley(coalitions) if exact else SampledShapley(coalitions)
             stage = f"explaining {options.what} features"
@@ -277,7 +276,7 @@ class Explainer:
             assert canon.batch.contexts is not None
             n_queries = len(canon.batch.contexts)
         p = game.space.n_groups
-        n_coalitions = coalition_count(p, options.exact_limit(), options.n_samples)
+        n_coalitions = coalition_count(p, options.exact_limit(), options.shapley.n_samples)
         # The side game embeds each side's coalitions, not the pairs: size the CMEs by them.
         n_embeddings = getattr(game, "n_embeddings", None)
         self._backend = make_backend(
@@ -364,7 +363,7 @@ class Explainer:
             "device": compute.device,
             "model_kind": self.function.kind,
             "n_unique_duels": n_unique,
-            "n_samples": options.n_samples,
+            "n_samples": options.shapley.n_samples,
             "seed": options.seed,
             "cme_lambda": game.problem.cme_lambda,
             "cme": self._backend.report(),
