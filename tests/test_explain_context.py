@@ -54,7 +54,7 @@ def test_matches_reference(path, seed, monkeypatch):
     monkeypatch.setattr(CoalitionEmbedding, "path", path)
     fn, left, right, contexts = make(seed)
     e = explain(fn, left, right, contexts)
-    assert e.kind == "context" and e.player_names == ("indoor", "surface", "altitude")
+    assert e.what == "context" and e.player_names == ("indoor", "surface", "altitude")
     assert np.abs(e.values).max() > 1e-4
     for i in range(len(left)):
         phi, base, output = context_shapley(

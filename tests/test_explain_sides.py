@@ -60,7 +60,7 @@ def test_matches_shapley_of_the_direct_formula(kind, c):
     assert expl.player_names == tuple(
         [f"left:{g}" for g, _ in GROUPS] + [f"right:{g}" for g, _ in GROUPS]
     )
-    assert expl.kind == "sides" and expl.meta["n_players"] == 2 * p
+    assert expl.what == "sides" and expl.meta["n_players"] == 2 * p
     assert np.abs(expl.values).max() > 1e-3
     for i, (a, b) in enumerate(zip(LEFT, RIGHT, strict=True)):
         phi, base, output = side_shapley(fn, fn.items[a], fn.items[b], fn.cme_lambda, c)

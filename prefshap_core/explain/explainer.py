@@ -178,7 +178,7 @@ class Explainer:
             right_ids=right_side.ids,
             winners=winners,
             standard_errors=standard_errors,
-            kind=options.what,
+            what=options.what,
             data_labels=labels,
             context_values=context_values,
             meta=self._meta(coalitions, start, len(canon.batch.left)),
