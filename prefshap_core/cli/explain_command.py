@@ -44,22 +44,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.cli.explain_input import (
-    _contexts,
-    _Duels,
-    _ids,
-    _tie_count,
-    _usable_rows,
-    _winners,
+    Duels,
+    read_contexts,
+    read_duels,
+    tie_count,
+    usable_rows,
 )
 from prefshap_core.cli.explain_output import explanation_table, interaction_table
 from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
-from prefshap_core.data.csv_io import row_numbers
 from prefshap_core.data.readers import read_any
 from prefshap_core.explain import Explainer, ExplainOptions, Shapley, cme_options
 from prefshap_core.explain.dask_executor import (
@@ -179,19 +176,13 @@ def run(args: argparse.Namespace) -> int:
     table = read_any(Path(args.duels), file_name=file_name)
     skipped = 0
     if args.lenient:
-        table, rejected = _usable_rows(table, fn, file_name)
+        table, rejected = usable_rows(table, fn, file_name)
         target = args.rejected_out or Path(args.out).with_name(
             Path(args.out).stem + ".rejected.csv"
         )
         write_rejected(rejected, target, "prefshap explain")
         skipped = len(rejected)
-    duels = _Duels(
-        left=_ids(table, fn, "left", file_name),
-        right=_ids(table, fn, "right", file_name),
-        winners=None,
-        ids=np.array([str(r) for r in row_numbers(table)]),
-    )
-    duels.winners = _winners(table, duels.left, duels.right, file_name)
+    duels = read_duels(table, fn, file_name)
     compute = Compute(device=args.device, dtype=args.dtype)
     with _executor(args) as executor:
         if args.what == "interactions":
@@ -205,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         "duels": len(out),
         "what": args.what,
         "skipped": skipped,
-        "ties": _tie_count(table, duels.winners),
+        "ties": tie_count(table, duels.winners),
         **summary,
         "seconds": time.perf_counter() - start,
         "out": str(args.out),
@@ -225,7 +216,7 @@ def _shapley(args: argparse.Namespace) -> Shapley:
 def _explanation(
     args: argparse.Namespace,
     fn: PreferenceFunction,
-    duels: _Duels,
+    duels: Duels,
     table: pd.DataFrame,
     compute: Compute,
     executor: DaskExecutor | None = None,
@@ -238,7 +229,7 @@ def _explanation(
         factor_cache_bytes=ONE_SHOT,
         executor=executor,
     )
-    contexts = _contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
+    contexts = read_contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
     expl = Explainer(fn, options, compute=compute)(
         duels.left,
         duels.right,
@@ -259,7 +250,7 @@ def _explanation(
 def _interactions(
     args: argparse.Namespace,
     fn: PreferenceFunction,
-    duels: _Duels,
+    duels: Duels,
     table: pd.DataFrame,
     compute: Compute,
     executor: DaskExecutor | None = None,
