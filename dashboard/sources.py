@@ -261,11 +261,11 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
 def _restore_model(loaded: state.LoadedData, settings: dict | None) -> state.TrainedModel | None:
     if not settings:
         return None
-    from dashboard import services  # services imports this module
+    from dashboard.services.training import cached_model  # services.demo imports this module
 
     known = {f.name for f in fields(workflow.TrainSettings)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items() if k in known}
-    return services.cached_model(loaded, workflow.TrainSettings(**values))
+    return cached_model(loaded, workflow.settings_fingerprint(workflow.TrainSettings(**values)))
 
 
 def remember_session() -> None:

@@ -16,7 +16,7 @@ from test_dashboard_support import (
     texts,
 )
 
-from dashboard.services import DEFAULT_EXPLAIN_CAP
+from dashboard.services.explain_requests import DEFAULT_EXPLAIN_CAP
 from prefshap_core import workflow
 from prefshap_core.analysis.utility_split import duel_parts
 

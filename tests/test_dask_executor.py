@@ -239,32 +239,48 @@ def test_unreachable_scheduler_errors_with_the_address_within_the_timeout() -> N
     assert time.monotonic() - start < 30
 
 
-def test_dashboard_uses_the_cluster_named_by_the_environment(client, monkeypatch) -> None:
+def test_dashboard_uses_the_cluster_named_by_the_environment(client, monkeypatch, tmp_path) -> None:
     from types import SimpleNamespace
 
-    from dashboard import services
+    from dashboard.services.cluster import CLUSTER_ENV, cluster_address, cluster_executor
+    from dashboard.services.explain_requests import inline_request, request
+    from dashboard.services.explanation_cache import ExplanationCache
+    from dashboard.state import Precision
+    from prefshap_core.cache import DiskCache
 
     fn = model("gpm", seed=9)
     trained = SimpleNamespace(
         data_fp="data", settings_fp="settings", result=SimpleNamespace(function=fn, settings=None)
     )
     trained.result.settings = SimpleNamespace(dtype="float64")
-    loaded = SimpleNamespace(fingerprint="data")
+    loaded = SimpleNamespace(fingerprint="data", title="t")
     duel_rows = np.arange(4)
-    monkeypatch.delenv(services.CLUSTER_ENV, raising=False)
-    local = services.request(loaded, trained, duel_rows)
-    assert local.options.executor is None and services.cluster_address() is None
+    monkeypatch.delenv(CLUSTER_ENV, raising=False)
+    assert cluster_executor() is None and cluster_address() is None
+    local = request(loaded, trained, duel_rows, precision=Precision(), executor=None)
     address = client.scheduler.address
-    monkeypatch.setenv(services.CLUSTER_ENV, address)
-    remote = services.request(loaded, trained, duel_rows)
+    monkeypatch.setenv(CLUSTER_ENV, address)
+    executor = cluster_executor()  # what a page reads once and passes
+    remote = request(loaded, trained, duel_rows, precision=Precision(), executor=executor)
     assert isinstance(remote.options.executor, DaskExecutor)
-    assert remote.options.executor.address == address == services.cluster_address()
+    assert remote.options.executor.address == address == cluster_address()
     assert remote.key == local.key  # the same numbers: the same cache entries
+    cache = ExplanationCache(DiskCache(tmp_path))
     left, right, _ = duels(fn, 8, seed=9)
-    here = services.explainer_for(trained, local.options)(left, right)
-    there_explainer = services.explainer_for(trained, remote.options)
+    here = cache.explainer(local)(left, right)
+    there_explainer = cache.explainer(remote)
     assert there_explainer.options.executor is remote.options.executor
     assert_same(here, there_explainer(left, right))
+    # a what-if duel (inline rows) runs on the cluster too, with the same numbers
+    rows = fn.items[[left[0]]] + 0.25, fn.items[[right[0]]]
+    inline_local = inline_request(loaded, trained, *rows, precision=Precision(), executor=None)
+    inline_remote = inline_request(loaded, trained, *rows, precision=Precision(), executor=executor)
+    assert inline_remote.key == inline_local.key
+    assert cache.explainer(inline_remote) is there_explainer
+    assert_same(
+        Explainer(fn, ExplainOptions())(*rows),
+        ExplanationCache(DiskCache(tmp_path)).compute(inline_remote),
+    )
 
 
 def test_cli_scheduler_and_workers_give_the_in_process_csv(client, tmp_path, capsys) -> None:

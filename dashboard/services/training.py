@@ -19,11 +19,10 @@ def training_job_key(loaded: state.LoadedData) -> str:
     return f"train:{loaded.fingerprint}"
 
 
-def cached_model(
-    loaded: state.LoadedData, settings: workflow.TrainSettings
-) -> state.TrainedModel | None:
-    """A model with exactly these settings from the disk cache, or None."""
-    settings_fp = workflow.settings_fingerprint(settings)
+def cached_model(loaded: state.LoadedData, settings_fp: str) -> state.TrainedModel | None:
+    """The model of ``loaded`` with these settings (their fingerprint,
+    ``workflow.settings_fingerprint``; a ``model=`` link holds it) from the disk cache,
+    or None."""
     result = disk_cache().load_training(loaded.fingerprint, settings_fp)
     if result is None:
         return None
@@ -34,10 +33,10 @@ def train_now(
     loaded: state.LoadedData, settings: workflow.TrainSettings, progress: Progress | None = None
 ) -> state.TrainedModel:
     """Train in the calling thread (or load from the disk cache), and cache the result."""
-    found = cached_model(loaded, settings)
+    settings_fp = workflow.settings_fingerprint(settings)
+    found = cached_model(loaded, settings_fp)
     if found is not None:
         return found
-    settings_fp = workflow.settings_fingerprint(settings)
     result = workflow.train(loaded.data, settings, progress)
     disk_cache().save_training(loaded.fingerprint, settings_fp, result)
     return state.TrainedModel(result, loaded.fingerprint, settings_fp)
@@ -76,12 +75,3 @@ def collect_finished_jobs() -> None:
             if job.state == "done":
                 state.set_model(job.result)
             job.collected = True
-
-
-# -- deep links ------------------------------------------------------------------------------
-def model_by_fingerprint(loaded: state.LoadedData, settings_fp: str) -> state.TrainedModel | None:
-    """A model of ``loaded`` by its settings fingerprint, from the disk cache (or None)."""
-    result = disk_cache().load_training(loaded.fingerprint, settings_fp)
-    if result is None:
-        return None
-    return state.TrainedModel(result, loaded.fingerprint, settings_fp, from_cache=True)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, services, state
+from dashboard import links, state
 from dashboard.components.explanations import (
     PLOT_CONFIG,
     fetch,
@@ -19,8 +19,12 @@ from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
+from dashboard.services.cluster import cluster_executor
+from dashboard.services.explain_requests import request
+from dashboard.services.training import model_description
 from prefshap_core import workflow
 from prefshap_core.csv_safety import to_csv_bytes
+from prefshap_core.explain import Executor
 from prefshap_core.plots import own_vs_opponents
 from prefshap_core.plots.own_vs_opponents import side_totals
 
@@ -111,6 +115,7 @@ def render() -> None:
     if ready is None:
         return
     loaded, model = ready
+    executor = cluster_executor()  # where explanations run (the environment, read once)
     data = loaded.data
     item_id = _pick_item(loaded)
     record = workflow.item_record(data, item_id)
@@ -125,7 +130,7 @@ def render() -> None:
 
     c = st.columns([3, 2, 1], vertical_alignment="bottom")
     with c[2]:
-        precision_control("players")
+        precision = precision_control("players")
     with c[0]:
         linked = links.take("view", list(VIEWS))
         if linked is not None:
@@ -152,9 +157,9 @@ def render() -> None:
         tabs = st.tabs(["Item features", "Context features"][: len(whats)])
         for tab, what in zip(tabs, whats, strict=True):
             with tab:
-                req = services.request(loaded, model, duels, what)
+                req = request(loaded, model, duels, what, precision=precision, executor=executor)
                 sample_note(req, cap_hint=False)
-                expl = fetch(loaded, model, req, page="players")
+                expl = fetch(req, page="players")
                 if expl is None:
                     continue
                 shown = {
@@ -173,13 +178,13 @@ def render() -> None:
                     title=f"{record.label}: {VIEWS[view].lower()}{against} ({shown.n_duels:,})",
                     stem=f"{data.name}_{record.label}_{view}_{what}",
                     key=f"players:{what}",
-                    provenance=provenance(loaded.title, services.model_description(model),
+                    provenance=provenance(loaded.title, model_description(model),
                                           shown.n_duels),
                     bar_kind="mean",
                     on_point=open_point,
                 )  # fmt: skip
         if view == "losses":
-            _own_vs_opponents(loaded, model, record, duels)
+            _own_vs_opponents(loaded, model, record, duels, precision, executor)
     _duel_table(loaded, record, view, opponent)
 
 
@@ -188,6 +193,8 @@ def _own_vs_opponents(
     model: state.TrainedModel,
     record: workflow.ItemRecord,
     duels: np.ndarray,
+    precision: state.Precision,
+    executor: Executor | None,
 ) -> None:
     """Its losses with each side's features as separate players: its own vs its opponents'."""
     show = st.toggle(
@@ -199,9 +206,9 @@ def _own_vs_opponents(
     )
     if not show:
         return
-    req = services.request(loaded, model, duels, "sides")
+    req = request(loaded, model, duels, "sides", precision=precision, executor=executor)
     sample_note(req, cap_hint=False)
-    expl = fetch(loaded, model, req, page="players")
+    expl = fetch(req, page="players")
     if expl is None:
         return
     shown = expl.losses_of(record.item_id)
