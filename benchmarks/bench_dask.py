@@ -48,7 +48,7 @@ from bench_scale import website_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prefshap_core.explain import Explainer, ExplainOptions, LocalExecutor
+from prefshap_core.explain import Explainer, ExplainOptions, LocalExecutor, Shapley
 from prefshap_core.explain.dask_executor import close_local_cluster, local_cluster
 from prefshap_core.explain.executor import coalition_slices, default_task_coalitions
 
@@ -102,8 +102,7 @@ def main() -> None:
 
     fn, left, right = website_problem(args.items, args.duels, args.centres)
     base = {
-        "max_exact_players": 0,
-        "n_samples": args.samples,
+        "shapley": Shapley("sampled", args.samples),
         "task_coalitions": args.task_coalitions,
     }
     threads = torch.get_num_threads()

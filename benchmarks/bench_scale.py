@@ -64,6 +64,7 @@ from prefshap_core.explain import (
     Explainer,
     ExplainOptions,
     NystromOptions,
+    Shapley,
 )
 from prefshap_core.explain.cme.backends import CMEBackend, make_backend
 from prefshap_core.explain.cme.cg import available_memory
@@ -528,9 +529,7 @@ def case_website(args, compute: Compute) -> None:
     row("website", "paper (Alg. 3)", base_s, base_f, base_mb, "-", base_note)
 
     def run_one(comp, stats):
-        return explain(
-            fn, left, right, auto, comp, stats, n_samples=len(masks), max_exact_players=0
-        )
+        return explain(fn, left, right, auto, comp, stats, shapley=Shapley("sampled", len(masks)))
 
     for label, comp in runs:
         torch.backends.cuda.matmul.allow_tf32 = label.endswith("tf32")

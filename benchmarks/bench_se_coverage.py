@@ -25,6 +25,7 @@ import torch
 from legacy_kernel_shapley import KernelShapley, sample_paired_coalitions
 from make_shapley_fixtures import exact_table
 
+from prefshap_core.explain.options import default_samples
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
 from prefshap_core.explain.shapley.exact import exact_shapley_matrix
 from prefshap_core.explain.shapley.sampled import SampledShapley
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         for model in range(args.models):
             table = exact_table(p, model)
             cases.append((table, (exact_shapley_matrix(p) @ table).T))
-        for n in (400, 2 * p + 2048):
+        for n in (400, default_samples(p)):
             for name, design in DESIGNS.items():
                 errors, se, per_model = [], [], []
                 for table, exact in cases:

@@ -31,10 +31,13 @@ if str(_ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import links, pages, services, sources, state  # noqa: E402
+from dashboard import links, pages, sources, state  # noqa: E402
 from dashboard.components.guard import run_guarded  # noqa: E402
 from dashboard.components.progress import job_panel  # noqa: E402
 from dashboard.components.text import md  # noqa: E402
+from dashboard.services.cluster import cluster_executor  # noqa: E402
+from dashboard.services.demo import ensure_demo  # noqa: E402
+from dashboard.services.training import collect_finished_jobs, model_title  # noqa: E402
 from prefshap_core.progress import Progress  # noqa: E402
 
 
@@ -46,7 +49,7 @@ def _prepare_demo() -> None:
     def show(update) -> None:  # called in this thread, between engine steps
         bar.progress(update.fraction, text=f"Preparing the demo: {update.stage}")
 
-    services.ensure_demo(Progress(callback=show))
+    ensure_demo(Progress(callback=show), executor=cluster_executor())
     bar.empty()
 
 
@@ -62,7 +65,7 @@ def _sidebar(current: str) -> None:
             model = state.model_for(loaded)
             if model is not None:
                 auc = model.result.metrics["test"]["roc_auc"]
-                st.caption(f"Model: {services.model_title(model.kind)} · test ROC AUC {auc:.3f}")
+                st.caption(f"Model: {model_title(model.kind)} · test ROC AUC {auc:.3f}")
             else:
                 st.caption("No model trained on it yet.")
         # Work started on another page keeps running; show it wherever the user is.
@@ -81,7 +84,7 @@ def main() -> None:
     for job in state.running_jobs():  # this session is still here: keep its jobs
         job.touch()
     run_guarded(sources.restore_from_url)  # a reload: this session's dataset and model
-    services.collect_finished_jobs()
+    collect_finished_jobs()
     built = {view: view.page() for view in pages.ALL}  # this run's own st.Page objects
     page = st.navigation(list(built.values()))
     current = next(view for view, made in built.items() if made is page)

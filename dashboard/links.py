@@ -20,7 +20,8 @@ from urllib.parse import urlencode
 import numpy as np
 import streamlit as st
 
-from dashboard import pages, services, sources, state
+from dashboard import pages, sources, state
+from dashboard.services.training import cached_model
 
 PARAMS = ("dataset", "model", "player", "view", "duel", "a", "b", "context")
 BUILTIN_PREFIX = "builtin:"
@@ -73,7 +74,7 @@ def apply() -> None:
         return
     model = state.model_for(loaded)
     if "model" in params and (model is None or model.settings_fp != params["model"]):
-        found = services.model_by_fingerprint(loaded, params["model"])
+        found = cached_model(loaded, params["model"])
         if found is not None:
             state.set_model(found)
         else:

@@ -33,7 +33,7 @@ from prefshap_core.data.readers import read_any
 from prefshap_core.datasets.registry import available_datasets, load_dataset
 from prefshap_core.datasets.synthetic import synthetic_clusters
 from prefshap_core.paths import repo_root
-from prefshap_core.workflow.fingerprints import data_fingerprint
+from prefshap_core.workflow.fingerprints import data_fingerprint, settings_fingerprint
 from prefshap_core.workflow.settings import TrainSettings
 
 # The first screen's data: the paper's clusters game, scaled down to train in seconds.
@@ -267,13 +267,13 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
 def _restore_model(loaded: state.LoadedData, settings: dict | None) -> state.TrainedModel | None:
     if not settings:
         return None
-    from dashboard import services  # services imports this module
+    from dashboard.services.training import cached_model  # services.demo imports this module
 
     try:
         train_settings = TrainSettings.from_record(settings)
     except ValueError:  # a damaged record: no model to restore, never an error
         return None
-    return services.cached_model(loaded, train_settings)
+    return cached_model(loaded, settings_fingerprint(train_settings))
 
 
 def remember_session() -> None:

@@ -21,6 +21,7 @@ import streamlit as st
 
 from dashboard.jobs import Job
 from prefshap_core.data.duel_data import DuelData, Split
+from prefshap_core.explain.options import Shapley
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.workflow.results import TrainingResult
 from prefshap_core.workflow.settings import TrainSettings
@@ -311,10 +312,26 @@ def pop_link_pending(name: str) -> str | None:
 _PRECISION = "explain_precision"  # (mode, n_samples): how explanations choose coalitions
 
 
-def precision() -> tuple[str, int]:
-    """("auto" | "exact" | "sampled", number of sampled coalitions) for this session."""
-    return st.session_state.setdefault(_PRECISION, ("auto", 512))
+@dataclass(frozen=True)
+class Precision:
+    """How this session's explanations choose coalitions (the precision control):
+    ``"auto"`` (the engine's choice), ``"exact"``, or ``n_samples`` sampled ones. The
+    number is kept while another mode is chosen: the control still shows it."""
+
+    mode: str = "auto"  # "auto" | "exact" | "sampled"
+    n_samples: int = 512
+
+    @property
+    def shapley(self) -> Shapley:
+        return Shapley("sampled", self.n_samples) if self.mode == "sampled" else Shapley(self.mode)  # type: ignore[arg-type]
 
 
-def set_precision(mode: str, n_samples: int) -> None:
-    st.session_state[_PRECISION] = (str(mode), int(n_samples))
+def precision() -> Precision:
+    """This session's choice (the default until the control is used)."""
+    default = Precision()
+    mode, n_samples = st.session_state.setdefault(_PRECISION, (default.mode, default.n_samples))
+    return Precision(mode, n_samples)
+
+
+def set_precision(chosen: Precision) -> None:
+    st.session_state[_PRECISION] = (str(chosen.mode), int(chosen.n_samples))

@@ -12,7 +12,7 @@ Layout under the root (``$PREFSHAP_CACHE_DIR``, default ``<repo>/.prefshap_cache
                  split.npz         train / validation / test duel indices
                  result.json       metrics, SpecR, timings, settings
     explanations/<key>/arrays.npz  values, outputs, ids, labels, ...
-                       meta.json   player names, kind, orientation, meta
+                       meta.json   player names, what, orientation, meta
 
 Every key comes from :func:`entry_key`.
 
@@ -224,7 +224,8 @@ class DiskCache:
             return Explanation(
                 **arrays,
                 player_names=tuple(info["player_names"]),
-                kind=info["kind"],
+                # "kind": what entries written before the rename called it
+                what=info["what"] if "what" in info else info["kind"],
                 orientation=info["orientation"],
                 meta=info["meta"],
             )
@@ -251,7 +252,10 @@ class DiskCache:
         info = {
             "format_version": FORMAT_VERSION,
             "player_names": list(expl.player_names),
-            "kind": expl.kind,
+            "what": expl.what,
+            # Also under its former name, so a server of the version before the rename
+            # sharing this cache folder reads the entry instead of discarding it.
+            "kind": expl.what,
             "orientation": expl.orientation,
             "object_fields": object_fields,  # restored as object arrays (views edit them)
             "meta": _jsonable(expl.meta),

@@ -11,11 +11,13 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from dashboard import pages, services, state
+from dashboard import pages, state
 from dashboard.components.export import figure_exports, file_stem
 from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
 from dashboard.jobs import Job
+from dashboard.services.explain_jobs import explanation_or_job, forget_job, interactions_or_job
+from dashboard.services.explain_requests import ExplainRequest
 from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interaction_explanation import InteractionExplanation
@@ -45,18 +47,12 @@ def require_model() -> tuple[state.LoadedData, state.TrainedModel] | None:
     return loaded, model
 
 
-def fetch(
-    loaded: state.LoadedData,
-    model: state.TrainedModel,
-    req: services.ExplainRequest,
-    *,
-    page: str,
-) -> Explanation | None:
+def fetch(req: ExplainRequest, *, page: str) -> Explanation | None:
     """The explanation if ready; else draws its progress (or why it stopped) and returns None."""
     what = WHAT_WORDS.get(req.what, req.what)
-    count = "one duel" if len(req.duels) == 1 else f"{len(req.duels):,} duels"
+    count = "one duel" if req.n_duels == 1 else f"{req.n_duels:,} duels"
     label = f"Explaining the {what} of {count}"
-    expl, job = services.explanation_or_job(loaded, model, req, label=label, page=page)
+    expl, job = explanation_or_job(req, label=label, page=page)
     if expl is not None:
         return expl
     assert job is not None
@@ -64,15 +60,9 @@ def fetch(
     return None
 
 
-def fetch_interactions(
-    loaded: state.LoadedData,
-    model: state.TrainedModel,
-    req: services.ExplainRequest,
-    *,
-    page: str,
-) -> InteractionExplanation | None:
+def fetch_interactions(req: ExplainRequest, *, page: str) -> InteractionExplanation | None:
     """Interaction values of an item request's duels if ready; else their progress."""
-    inter, job = services.interactions_or_job(loaded, model, req, page=page)
+    inter, job = interactions_or_job(req, page=page)
     if inter is not None:
         return inter
     _unfinished(job, "Computing interaction values", "Compute again")
@@ -86,14 +76,14 @@ def _unfinished(job: Job, what: str, again: str) -> None:
         return
     job_outcome(job, what=what)
     if st.button(again, key=f"retry:{job.key}", icon=":material/refresh:"):
-        services.forget_job(job.key)
+        forget_job(job.key)
         st.rerun()
 
 
-def sample_note(req: services.ExplainRequest, cap_hint: bool = True) -> None:
+def sample_note(req: ExplainRequest, cap_hint: bool = True) -> None:
     if req.sampled:
         st.caption(
-            f"Explaining a random sample of {len(req.duels):,} of these {req.n_available:,} "
+            f"Explaining a random sample of {req.n_duels:,} of these {req.n_available:,} "
             "duels (seeded, so the same sample every time)"
             + (": raise “Explain at most” to include more (takes longer)." if cap_hint else ".")
         )

@@ -1,6 +1,6 @@
 """Captions of how much of g is the utility part and how much the intransitive part
 (GPM / C-GPM with the sum kernel k_E + w k_UPM). The numbers come from the engine
-through :func:`dashboard.services.decision_parts`; only their wording is here."""
+through :func:`dashboard.services.analyses.decision_parts`; only their wording is here."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import math
 import numpy as np
 import streamlit as st
 
-from dashboard import services, state
+from dashboard import state
 from dashboard.components.text import md
+from dashboard.services.analyses import decision_parts, has_parts
+from dashboard.services.training import model_title
 
 
 def duel_caption(
@@ -24,11 +26,11 @@ def duel_caption(
     """One duel's g split in two, seen from ``labels[0]`` (``swapped``: the right side)."""
     if model.kind == "upm":
         return
-    if not services.has_parts(model):
-        title = services.model_title(model.kind)
+    if not has_parts(model):
+        title = model_title(model.kind)
         st.caption(f"Plain {title} (utility weight 0): no utility part, all of g is the {title}'s.")
         return
-    parts = services.decision_parts(loaded, model, np.array([duel]), swapped=swapped)
+    parts = decision_parts(loaded, model, np.array([duel]), swapped=swapped)
     g, utility, intransitive = (
         float(v[0]) for v in (parts.total, parts.utility, parts.intransitive)
     )
@@ -43,9 +45,9 @@ def selection_caption(
     loaded: state.LoadedData, model: state.TrainedModel, duels: np.ndarray, *, averaged: bool
 ) -> None:
     """Over many duels: the utility part's share of g's size."""
-    if not services.has_parts(model) or len(duels) == 0:
+    if not has_parts(model) or len(duels) == 0:
         return
-    parts = services.decision_parts(loaded, model, duels, averaged=averaged)
+    parts = decision_parts(loaded, model, duels, averaged=averaged)
     share = parts.utility_share()
     if math.isnan(share):  # g is 0 on every duel
         return

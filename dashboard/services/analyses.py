@@ -26,7 +26,7 @@ def _intransitivity(
     _model: state.TrainedModel,
 ) -> DatasetIntransitivity:
     return dataset_intransitivity(
-        _model.result.function, _loaded.data, n_items, context=dict(context), top=top
+        _model.function, _loaded.data, n_items, context=dict(context), top=top
     )
 
 
@@ -58,7 +58,7 @@ def model_rankings(loaded: state.LoadedData, model: state.TrainedModel) -> Ranki
 # -- utility and intransitive parts of g ----------------------------------------------------
 def has_parts(model: state.TrainedModel) -> bool:
     """Whether the model's g has a utility and an intransitive part (GPM / C-GPM, w > 0)."""
-    return has_utility_split(model.result.function)
+    return has_utility_split(model.function)
 
 
 def decision_parts(
@@ -72,5 +72,5 @@ def decision_parts(
     """g's utility and intransitive parts on ``duels``, left vs right (``swapped``: right
     vs left); a C-GPM under each duel's context, or context-averaged (``averaged``,
     what its item explanations explain). Milliseconds for a page's duels."""
-    parts = duel_parts(model.result.function, loaded.data, duels, averaged=averaged)
+    parts = duel_parts(model.function, loaded.data, duels, averaged=averaged)
     return parts.swapped() if swapped else parts

@@ -21,9 +21,10 @@ def training_job_key(loaded: state.LoadedData) -> str:
     return f"train:{loaded.fingerprint}"
 
 
-def cached_model(loaded: state.LoadedData, settings: TrainSettings) -> state.TrainedModel | None:
-    """A model with exactly these settings from the disk cache, or None."""
-    settings_fp = settings_fingerprint(settings)
+def cached_model(loaded: state.LoadedData, settings_fp: str) -> state.TrainedModel | None:
+    """The model of ``loaded`` with these settings (their fingerprint,
+    ``settings_fingerprint``; a ``model=`` link holds it) from the disk cache,
+    or None."""
     result = disk_cache().load_training(loaded.fingerprint, settings_fp)
     if result is None:
         return None
@@ -34,10 +35,10 @@ def train_now(
     loaded: state.LoadedData, settings: TrainSettings, progress: Progress | None = None
 ) -> state.TrainedModel:
     """Train in the calling thread (or load from the disk cache), and cache the result."""
-    found = cached_model(loaded, settings)
+    settings_fp = settings_fingerprint(settings)
+    found = cached_model(loaded, settings_fp)
     if found is not None:
         return found
-    settings_fp = settings_fingerprint(settings)
     result = train(loaded.data, settings, progress)
     disk_cache().save_training(loaded.fingerprint, settings_fp, result)
     return state.TrainedModel(result, loaded.fingerprint, settings_fp)
@@ -49,7 +50,7 @@ def model_title(kind: str) -> str:
 
 def model_description(model: state.TrainedModel) -> str:
     """E.g. 'GPM (seed 0, 300 centres)': what exported figures name as their model."""
-    settings = model.result.settings
+    settings = model.settings
     return f"{model_title(model.kind)} (seed {settings.seed}, {settings.n_centres:,} centres)"
 
 
@@ -76,12 +77,3 @@ def collect_finished_jobs() -> None:
             if job.state == "done":
                 state.set_model(job.result)
             job.collected = True
-
-
-# -- deep links ------------------------------------------------------------------------------
-def model_by_fingerprint(loaded: state.LoadedData, settings_fp: str) -> state.TrainedModel | None:
-    """A model of ``loaded`` by its settings fingerprint, from the disk cache (or None)."""
-    result = disk_cache().load_training(loaded.fingerprint, settings_fp)
-    if result is None:
-        return None
-    return state.TrainedModel(result, loaded.fingerprint, settings_fp, from_cache=True)

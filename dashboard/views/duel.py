@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, pages, services, state
+from dashboard import links, pages, state
 from dashboard.components.explanations import PLOT_CONFIG, fetch, require_model
 from dashboard.components.export import figure_exports, file_stem, provenance, table_download
 from dashboard.components.formats import percent
@@ -16,18 +16,26 @@ from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.components.utility_split import duel_caption
 from dashboard.services import views_data
+from dashboard.services.cluster import cluster_executor
+from dashboard.services.explain_requests import request
+from dashboard.services.explanation_cache import explanation_cache
+from dashboard.services.training import model_description
+from prefshap_core.explain import Executor
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import explanation_to_csv, waterfall
 from prefshap_core.plots.waterfall import sigmoid
 
 
-def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int, str | None]:
+def _pick_duel(
+    loaded: state.LoadedData, model: state.TrainedModel
+) -> tuple[int, str | None, state.Precision]:
+    """The duel, the side it is seen from, and the precision of its explanation."""
     data = loaded.data
     chosen = state.selected_duel(loaded)
     duel, seen_from = chosen if chosen else (int(model.split.test[0]), None)
     c = st.columns([2, 2, 1], vertical_alignment="bottom")
     with c[2]:
-        precision_control("duel")
+        precision = precision_control("duel")
     # The key carries the current duel, so a duel chosen on another page shows here.
     typed = (
         c[0]
@@ -46,7 +54,7 @@ def _pick_duel(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int
             state.select_duel(loaded, int(hits[0]), None)
             st.rerun()
         _by_names(loaded, typed, c[0])
-    return duel, seen_from
+    return duel, seen_from, precision
 
 
 def _by_names(loaded: state.LoadedData, typed: str, where) -> None:
@@ -103,14 +111,20 @@ def _sides_table(loaded: state.LoadedData, left: int, right: int) -> pd.DataFram
 
 
 def _explained(
-    loaded: state.LoadedData, model: state.TrainedModel, duel: int, what: str
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    duel: int,
+    what: str,
+    precision: state.Precision,
+    executor: Executor | None,
 ) -> Explanation | None:
-    """The duel's explanation: cut from an earlier one if possible, else computed."""
-    found = services.duel_from_earlier(loaded, model, duel, what)
-    if found is not None:
-        return found
-    req = services.request(loaded, model, np.array([duel]), what, cap=None)
-    return fetch(loaded, model, req, page=pages.DUEL.url_path)
+    """The duel's explanation: cut from an earlier one if possible (e.g. a player's
+    losses, so opening a duel from the Players page costs nothing), else computed."""
+    req = request(
+        loaded, model, np.array([duel]), what, cap=None, precision=precision, executor=executor
+    )
+    found = explanation_cache().find_duel(req)
+    return found if found is not None else fetch(req, page=pages.DUEL.url_path)
 
 
 def render() -> None:
@@ -119,8 +133,9 @@ def render() -> None:
     if ready is None:
         return
     loaded, model = ready
+    executor = cluster_executor()  # where explanations run (the environment, read once)
     data = loaded.data
-    duel, seen_from = _pick_duel(loaded, model)
+    duel, seen_from, precision = _pick_duel(loaded, model)
     _other_meetings(loaded, duel)
     left, right = int(data.left[duel]), int(data.right[duel])
     ids = [str(data.item_ids[left]), str(data.item_ids[right])]
@@ -158,8 +173,12 @@ def render() -> None:
         help="Each side's own features as separate players: how much of the preference "
         "comes from this side's features, and how much from the other side's.",
     )
-    items = _explained(loaded, model, duel, "sides" if split else "items")
-    ctx = _explained(loaded, model, duel, "context") if model.kind == "cgpm" else None
+    items = _explained(loaded, model, duel, "sides" if split else "items", precision, executor)
+    ctx = (
+        _explained(loaded, model, duel, "context", precision, executor)
+        if model.kind == "cgpm"
+        else None
+    )
     if items is None or (model.kind == "cgpm" and ctx is None):
         return
     items_view = items.from_point_of_view(seen_from)
@@ -188,7 +207,7 @@ def render() -> None:
     )
     figure_exports(
         fig, stem, expl=items_view, key="duel:waterfall",
-        provenance=provenance(loaded.title, services.model_description(model), 1),
+        provenance=provenance(loaded.title, model_description(model), 1),
     )  # fmt: skip
     if items.meta.get("shapley") == "sampled":
         st.caption(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from dashboard import links, pages, services, sources, state
+from dashboard import links, pages, sources, state
 from dashboard.components.explanations import (
     PLOT_CONFIG,
     fetch,
@@ -29,6 +29,10 @@ from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.components.utility_split import selection_caption
 from dashboard.services import views_data
+from dashboard.services.cluster import cluster_executor
+from dashboard.services.demo import DEMO_SETTINGS_FP
+from dashboard.services.explain_requests import DEFAULT_EXPLAIN_CAP, ExplainRequest, request
+from dashboard.services.training import model_description, model_title
 from prefshap_core.analysis.groups import ItemCondition
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
@@ -138,15 +142,15 @@ def _groups(loaded: state.LoadedData, model: state.TrainedModel, cap: int) -> Su
     return Subset(between.duels, title, cap, orient, note)
 
 
-def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
-    """The chosen duels, a title for them, the cap on how many to explain, the view."""
+def _subset(loaded: state.LoadedData, model: state.TrainedModel, top: list) -> Subset:
+    """The chosen duels, a title for them, the cap on how many to explain, the view
+    (the choice and the cap in the first two of the ``top`` columns)."""
     data, fp = loaded.data, loaded.fingerprint
     test = model.split.test
     selectable = views_data.selection_columns(loaded)
     has_groups = bool(selectable.groups or selectable.numeric)
     contexts = selectable.contexts
     options = [ALL] + ([GROUPS] if has_groups else []) + ([CONTEXT] if contexts else [])
-    top = st.columns([3, 1, 1], vertical_alignment="bottom")
     linked = links.take("view", [VIEW_PARAM[o] for o in options])
     if linked is not None:  # a link just opened: its view wins over the widget's own
         st.session_state[f"explain:subset:{fp}"] = next(
@@ -158,12 +162,10 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel) -> Subset:
     )  # fmt: skip
     cap = top[1].number_input(
         "Explain at most (duels)", min_value=10, max_value=1_000_000,
-        value=services.DEFAULT_EXPLAIN_CAP, step=500, key="explain:cap",
+        value=DEFAULT_EXPLAIN_CAP, step=500, key="explain:cap",
         persist_state=state.PERSIST,
         help="Larger subsets are sampled (seeded). Exact explanations cost time per duel.",
     )  # fmt: skip
-    with top[2]:
-        precision_control("explain")
     if choice == ALL:
         links.write(view="all")
         if len(test) < SMALL_TEST:  # a handful of test duels explains little
@@ -210,21 +212,25 @@ def render() -> None:
     if ready is None:
         return
     loaded, model = ready
+    executor = cluster_executor()  # where explanations run (the environment, read once)
     st.caption(
-        f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Each point is a duel seen "
+        f"{model_title(model.kind)} on **{md(loaded.title)}**. Each point is a duel seen "
         "from its winner: right of zero, the feature helped the winner; red, the winner had "
         "more of it. Click a point to open its duel."
     )
-    if services.cluster_address() is not None:
-        st.caption(f"Explanations run on the Dask cluster at `{services.cluster_address()}`.")
-    if loaded.key == sources.DEMO_KEY and model.settings_fp == services.DEMO_SETTINGS_FP:
+    if executor is not None:
+        st.caption(f"Explanations run on the Dask cluster at `{executor.address}`.")
+    if loaded.key == sources.DEMO_KEY and model.settings_fp == DEMO_SETTINGS_FP:
         st.info(
             "This is the demo: a small GPM trained on synthetic duels where, between "
             "clusters X and Y, the higher x_XY wins, and within a cluster the higher x0. "
             "Load Pokémon, tennis or your own CSV files on the **Data** page.",
             icon=":material/info:",
         )
-    subset = _subset(loaded, model)
+    top = st.columns([3, 1, 1], vertical_alignment="bottom")
+    with top[2]:
+        precision = precision_control("explain")
+    subset = _subset(loaded, model, top)
     if len(subset.duels) == 0:
         st.warning("No duels match this choice.")
         return
@@ -234,11 +240,14 @@ def render() -> None:
     tabs = st.tabs(["Item features", "Context features"][: len(whats)])
     for tab, what in zip(tabs, whats, strict=True):
         with tab:
-            req = services.request(loaded, model, subset.duels, what, cap=subset.cap)
+            req = request(
+                loaded, model, subset.duels, what, cap=subset.cap, precision=precision,
+                executor=executor,
+            )  # fmt: skip
             sample_note(req)
             # The g this tab explains: a C-GPM's item tab explains the context average.
             selection_caption(loaded, model, req.duels, averaged=what == "items")
-            expl = fetch(loaded, model, req, page=pages.EXPLAIN.url_path)
+            expl = fetch(req, page=pages.EXPLAIN.url_path)
             if expl is None:
                 continue
             shown = subset.orient(expl)
@@ -247,9 +256,7 @@ def render() -> None:
                 title=f"{subset.title} ({len(req.duels):,} duels)",
                 stem=f"{loaded.data.name}_{subset.title}_{what}",
                 key=f"explain:{what}",
-                provenance=provenance(
-                    loaded.title, services.model_description(model), shown.n_duels
-                ),
+                provenance=provenance(loaded.title, model_description(model), shown.n_duels),
                 on_point=lambda row, shown=shown: _open_duel(loaded, shown, row),
             )
             if what == "items":
@@ -259,7 +266,7 @@ def render() -> None:
 def _interactions(
     loaded: state.LoadedData,
     model: state.TrainedModel,
-    req: services.ExplainRequest,
+    req: ExplainRequest,
     expl: Explanation,
     title: str,
 ) -> None:
@@ -279,7 +286,7 @@ def _interactions(
             f"Interactions need 2 to {MAX_INTERACTION_PLAYERS} item groups; this model has {p}."
         )
         return
-    inter = fetch_interactions(loaded, model, req, page=pages.EXPLAIN.url_path)
+    inter = fetch_interactions(req, page=pages.EXPLAIN.url_path)
     if inter is None:
         return
     inter = inter.oriented_to_winner()

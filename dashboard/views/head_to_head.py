@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, pages, services, state
+from dashboard import links, pages, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
 from dashboard.components.export import figure_exports, file_stem, provenance
 from dashboard.components.formats import percent
@@ -18,6 +18,10 @@ from dashboard.components.guard import run_guarded, show_error
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
 from dashboard.services import views_data
+from dashboard.services.cluster import cluster_executor
+from dashboard.services.explain_requests import inline_request
+from dashboard.services.pair_explanations import explain_pair
+from dashboard.services.training import model_description
 from prefshap_core.errors import PrefShapError
 from prefshap_core.plots import waterfall
 
@@ -108,6 +112,7 @@ def render() -> None:
     if ready is None:
         return
     loaded, model = ready
+    executor = cluster_executor()  # where explanations run (the environment, read once)
     data = loaded.data
     a, b = _pick_pair(loaded)
     names = views_data.item_choices(loaded).labels
@@ -146,7 +151,7 @@ def render() -> None:
         st.dataframe(table, hide_index=True, width="stretch")
     context_row = _context_choice(loaded, model)
     sides = _Sides(a, b, x_a, x_b, edited)
-    _explanation(loaded, model, sides, names, context_row)
+    _explanation(loaded, model, sides, names, context_row, executor)
     st.caption(
         f"Probabilities and explanation computed in "
         f"{time.perf_counter() - started:.2f} s" + (" (after your edit)." if edited else ".")
@@ -165,31 +170,33 @@ class _Sides:
     edited: bool
 
 
-def _explanation(loaded, model, sides: _Sides, names, context_row) -> None:
+def _explanation(loaded, model, sides: _Sides, names, context_row, executor) -> None:
     a, b = sides.a, sides.b
     c = st.columns([4, 1], vertical_alignment="bottom")
     edited = " (edited)" if sides.edited else ""
     c[0].subheader(f"Why: {md(names[a])}{edited} vs {md(names[b])}, seen from {md(names[a])}")
     with c[1]:
-        precision_control("head-to-head")
+        precision = precision_control("head-to-head")
     fn = model.function
     # Unedited: by id (the explainer's own pool rows); edited: the edited rows.
     left, right = (sides.x_a, sides.x_b) if sides.edited else ([a], [b])
     labels = (names[a] + edited, names[b])
     ids = (a + edited, b)
-    items = services.explain_pair(loaded, model, left, right, labels, ids=ids)
+    items_req = inline_request(loaded, model, left, right, precision=precision, executor=executor)
+    items = explain_pair(items_req, labels, ids=ids)
     ctx = None
     if context_row is not None:
         assert fn.contexts is not None
-        ctx = services.explain_pair(
-            loaded, model, left, right, labels, ids=ids, what="context",
+        ctx_req = inline_request(
+            loaded, model, left, right, "context", precision=precision, executor=executor,
             contexts=fn.contexts[[context_row]],
         )  # fmt: skip
+        ctx = explain_pair(ctx_req, labels, ids=ids)
     fig = waterfall(items, ctx)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="h2h:waterfall")
     figure_exports(
         fig, file_stem("head-to-head", loaded.data.name, a, b), expl=items, key="h2h:waterfall",
-        provenance=provenance(loaded.title, services.model_description(model), 1),
+        provenance=provenance(loaded.title, model_description(model), 1),
     )  # fmt: skip
 
 

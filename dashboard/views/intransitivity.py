@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, pages, services, state
+from dashboard import links, pages, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
 from dashboard.components.export import figure_exports, file_stem, table_download
 from dashboard.components.guard import run_guarded
 from dashboard.services import views_data
+from dashboard.services.analyses import intransitivity
 from prefshap_core.analysis.intransitivity import MAX_ITEMS
 from prefshap_core.plots.potential import potential_plot
 
@@ -81,7 +82,7 @@ def render() -> None:
     data = loaded.data
     n, context = _choices(loaded, model)
     with st.spinner(f"Evaluating the model on all {n * (n - 1) // 2:,} pairs…"):
-        result = services.intransitivity(loaded, model, n, context, top=TOP)
+        result = intransitivity(loaded, model, n, context, top=TOP)
     report = result.model
     ids = [str(i) for i in report.item_ids]
     labels = dict(zip(ids, (str(x) for x in data.labels[result.data_rows]), strict=True))

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, pages, services, state
+from dashboard import links, pages, state
 from dashboard.components.explanations import (
     PLOT_CONFIG,
     fetch,
@@ -20,7 +20,11 @@ from dashboard.components.precision import precision_control
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
 from dashboard.services import views_data
+from dashboard.services.cluster import cluster_executor
+from dashboard.services.explain_requests import request
+from dashboard.services.training import model_description
 from prefshap_core.csv_safety import to_csv_bytes
+from prefshap_core.explain import Executor
 from prefshap_core.plots import own_vs_opponents
 from prefshap_core.plots.own_vs_opponents import side_totals
 from prefshap_core.workflow.items import ItemRecord
@@ -106,6 +110,7 @@ def render() -> None:
     if ready is None:
         return
     loaded, model = ready
+    executor = cluster_executor()  # where explanations run (the environment, read once)
     data = loaded.data
     item_id = _pick_item(loaded)
     record = views_data.item_record(loaded, item_id)
@@ -120,7 +125,7 @@ def render() -> None:
 
     c = st.columns([3, 2, 1], vertical_alignment="bottom")
     with c[2]:
-        precision_control("players")
+        precision = precision_control("players")
     with c[0]:
         linked = links.take("view", list(VIEWS))
         if linked is not None:
@@ -147,9 +152,9 @@ def render() -> None:
         tabs = st.tabs(["Item features", "Context features"][: len(whats)])
         for tab, what in zip(tabs, whats, strict=True):
             with tab:
-                req = services.request(loaded, model, duels, what)
+                req = request(loaded, model, duels, what, precision=precision, executor=executor)
                 sample_note(req, cap_hint=False)
-                expl = fetch(loaded, model, req, page=pages.PLAYERS.url_path)
+                expl = fetch(req, page=pages.PLAYERS.url_path)
                 if expl is None:
                     continue
                 shown = {
@@ -168,13 +173,13 @@ def render() -> None:
                     title=f"{record.label}: {VIEWS[view].lower()}{against} ({shown.n_duels:,})",
                     stem=f"{data.name}_{record.label}_{view}_{what}",
                     key=f"players:{what}",
-                    provenance=provenance(loaded.title, services.model_description(model),
+                    provenance=provenance(loaded.title, model_description(model),
                                           shown.n_duels),
                     bar_kind="mean",
                     on_point=open_point,
                 )  # fmt: skip
         if view == "losses":
-            _own_vs_opponents(loaded, model, record, duels)
+            _own_vs_opponents(loaded, model, record, duels, precision, executor)
     _duel_table(loaded, record, view, opponent)
 
 
@@ -183,6 +188,8 @@ def _own_vs_opponents(
     model: state.TrainedModel,
     record: ItemRecord,
     duels: np.ndarray,
+    precision: state.Precision,
+    executor: Executor | None,
 ) -> None:
     """Its losses with each side's features as separate players: its own vs its opponents'."""
     show = st.toggle(
@@ -194,9 +201,9 @@ def _own_vs_opponents(
     )
     if not show:
         return
-    req = services.request(loaded, model, duels, "sides")
+    req = request(loaded, model, duels, "sides", precision=precision, executor=executor)
     sample_note(req, cap_hint=False)
-    expl = fetch(loaded, model, req, page=pages.PLAYERS.url_path)
+    expl = fetch(req, page=pages.PLAYERS.url_path)
     if expl is None:
         return
     shown = expl.losses_of(record.item_id)

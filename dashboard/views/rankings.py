@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import links, pages, services, state
+from dashboard import links, pages, state
 from dashboard.components.explanations import require_model
 from dashboard.components.export import file_stem, table_download
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
 from dashboard.components.text import md
+from dashboard.services.analyses import model_rankings
+from dashboard.services.training import model_title
 from prefshap_core.analysis.rankings import BT_SCORE
 from prefshap_core.csv_safety import to_csv_bytes
 
@@ -23,7 +25,7 @@ def render() -> None:
         return
     loaded, model = ready
     with st.spinner("Ranking every item against the pool…"):
-        ranked = services.model_rankings(loaded, model)
+        ranked = model_rankings(loaded, model)
     opponents = (
         f"a seeded random sample of {ranked.n_opponents:,} opponents (the same for every item)"
         if ranked.sampled
@@ -37,7 +39,7 @@ def render() -> None:
         else "the utility f(x) of the UPM baseline trained beside it, centred"
     )
     st.caption(
-        f"{services.model_title(model.kind)} on **{md(loaded.title)}**. Strength = the model's "
+        f"{model_title(model.kind)} on **{md(loaded.title)}**. Strength = the model's "
         f"mean probability of beating {opponents}. Score: {score_words}."
     )
     table = ranked.table

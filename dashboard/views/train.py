@@ -8,13 +8,16 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import pages, services, state
+from dashboard import pages, state
 from dashboard.components.export import file_stem, model_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
 from dashboard.components.train_form import FormContext, form_rows, render_rows
+from dashboard.services.explain_jobs import forget_job
+from dashboard.services.training import cached_model, start_training, training_job_key
 from prefshap_core.compute import default_compute
+from prefshap_core.workflow.fingerprints import settings_fingerprint
 from prefshap_core.workflow.settings import TrainSettings
 
 MODELS = {
@@ -167,16 +170,16 @@ def render() -> None:
         return
     st.caption(f"Dataset: **{md(loaded.title)}** · {loaded.data.n_duels:,} duels")
     settings = _settings_form(loaded)
-    job = state.job(services.training_job_key(loaded))
+    job = state.job(training_job_key(loaded))
     running = job is not None and not job.finished
     if st.button("Train", type="primary", disabled=running, icon=":material/play_arrow:"):
-        cached = services.cached_model(loaded, settings)
+        cached = cached_model(loaded, settings_fingerprint(settings))
         if cached is not None:
             state.set_model(cached)
-            services.forget_job(services.training_job_key(loaded))
+            forget_job(training_job_key(loaded))
             st.toast("Same data and settings as an earlier run: loaded from the cache.")
         else:
-            job = services.start_training(loaded, settings)
+            job = start_training(loaded, settings)
             running = True
     if running and job is not None:
         job_panel(job)

@@ -44,24 +44,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.cli.explain_input import (
-    _contexts,
-    _Duels,
-    _ids,
-    _tie_count,
-    _usable_rows,
-    _winners,
+    Duels,
+    read_contexts,
+    read_duels,
+    tie_count,
+    usable_rows,
 )
 from prefshap_core.cli.explain_output import explanation_table, interaction_table
 from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
-from prefshap_core.data.csv_io import row_numbers
 from prefshap_core.data.readers import read_any
-from prefshap_core.explain import Explainer, ExplainOptions, cme_options
+from prefshap_core.explain import Explainer, ExplainOptions, Shapley, cme_options
 from prefshap_core.explain.dask_executor import (
     DEFAULT_CONNECT_TIMEOUT,
     DaskExecutor,
@@ -72,7 +69,6 @@ from prefshap_core.explain.interaction_explanation import (
     check_interaction_groups,
     explain_interactions,
 )
-from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
 from prefshap_core.explain.options import CME_METHODS
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -180,19 +176,13 @@ def run(args: argparse.Namespace) -> int:
     table = read_any(Path(args.duels), file_name=file_name)
     skipped = 0
     if args.lenient:
-        table, rejected = _usable_rows(table, fn, file_name)
+        table, rejected = usable_rows(table, fn, file_name)
         target = args.rejected_out or Path(args.out).with_name(
             Path(args.out).stem + ".rejected.csv"
         )
         write_rejected(rejected, target, "prefshap explain")
         skipped = len(rejected)
-    duels = _Duels(
-        left=_ids(table, fn, "left", file_name),
-        right=_ids(table, fn, "right", file_name),
-        winners=None,
-        ids=np.array([str(r) for r in row_numbers(table)]),
-    )
-    duels.winners = _winners(table, duels.left, duels.right, file_name)
+    duels = read_duels(table, fn, file_name)
     compute = Compute(device=args.device, dtype=args.dtype)
     with _executor(args) as executor:
         if args.what == "interactions":
@@ -206,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         "duels": len(out),
         "what": args.what,
         "skipped": skipped,
-        "ties": _tie_count(table, duels.winners),
+        "ties": tie_count(table, duels.winners),
         **summary,
         "seconds": time.perf_counter() - start,
         "out": str(args.out),
@@ -216,24 +206,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shapley(args: argparse.Namespace) -> Shapley:
+    """``--exact``: every coalition; ``--samples N``: N sampled; neither: the default."""
+    if args.exact:
+        return Shapley("exact")
+    return Shapley() if args.samples is None else Shapley("sampled", args.samples)
+
+
 def _explanation(
     args: argparse.Namespace,
     fn: PreferenceFunction,
-    duels: _Duels,
+    duels: Duels,
     table: pd.DataFrame,
     compute: Compute,
     executor: DaskExecutor | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     options = ExplainOptions(
         what=args.what,
-        max_exact_players=10**9 if args.exact else (0 if args.samples is not None else None),
-        n_samples=args.samples,
+        shapley=_shapley(args),
         seed=args.seed,
         cme=cme_options(args.cme_method),
         factor_cache_bytes=ONE_SHOT,
         executor=executor,
     )
-    contexts = _contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
+    contexts = read_contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
     expl = Explainer(fn, options, compute=compute)(
         duels.left,
         duels.right,
@@ -254,14 +250,14 @@ def _explanation(
 def _interactions(
     args: argparse.Namespace,
     fn: PreferenceFunction,
-    duels: _Duels,
+    duels: Duels,
     table: pd.DataFrame,
     compute: Compute,
     executor: DaskExecutor | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     options = ExplainOptions(
         what="items",
-        max_exact_players=MAX_INTERACTION_PLAYERS,
+        shapley="exact",  # interaction values are exact (check_interaction_groups)
         cme=cme_options(args.cme_method),
         factor_cache_bytes=ONE_SHOT,
         executor=executor,

@@ -1,6 +1,8 @@
 """Reading ``prefshap explain``'s DUELS.csv: item ids, winners, contexts, --lenient rows.
 
-Every bad cell is a DataValidationError naming file, row and column.
+Every bad cell is a DataValidationError naming file, row and column. The command uses
+:func:`usable_rows` (--lenient), :func:`read_duels`, :func:`read_contexts` and
+:func:`tie_count`; the rest is private to this module.
 """
 
 from __future__ import annotations
@@ -18,15 +20,29 @@ from prefshap_core.errors import DataValidationError
 from prefshap_core.models.preference_function import PreferenceFunction
 
 
-@dataclass
-class _Duels:
-    left: np.ndarray
+@dataclass(frozen=True)
+class Duels:
+    """The duels of DUELS.csv, one entry per row in file order."""
+
+    left: np.ndarray  # item ids (str)
     right: np.ndarray
-    winners: np.ndarray | None
-    ids: np.ndarray
+    winners: np.ndarray | None  # +1 left won, -1 right won, 0 tie or unknown; None: no column
+    ids: np.ndarray  # the rows' numbers (str), the explanation's duel ids
 
 
-def _usable_rows(
+def read_duels(table: pd.DataFrame, fn: PreferenceFunction, file_name: str) -> Duels:
+    """Ids and winners of every row (an unknown id or a bad winner names its cell)."""
+    left = _ids(table, fn, "left", file_name)
+    right = _ids(table, fn, "right", file_name)
+    return Duels(
+        left=left,
+        right=right,
+        winners=_winners(table, left, right, file_name),
+        ids=np.array([str(r) for r in row_numbers(table)]),
+    )
+
+
+def usable_rows(
     table: pd.DataFrame, fn: PreferenceFunction, file_name: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """--lenient: the rows whose ids and winner are valid, and the others with reasons."""
@@ -95,7 +111,7 @@ def _is_outcome(winner: str, left: str, right: str) -> bool:
     return winner in ("left", "right", left, right) or _is_tie(winner)
 
 
-def _tie_count(table: pd.DataFrame, winners: np.ndarray | None) -> int:
+def tie_count(table: pd.DataFrame, winners: np.ndarray | None) -> int:
     """Duels whose winner cell says draw / tie (not an unknown outcome)."""
     if winners is None:
         return 0
@@ -126,7 +142,7 @@ def _winners(
     return out
 
 
-def _contexts(table: pd.DataFrame, fn: PreferenceFunction, file_name: str) -> np.ndarray:
+def read_contexts(table: pd.DataFrame, fn: PreferenceFunction, file_name: str) -> np.ndarray:
     """Model-space contexts from model columns (raw values) or from group columns."""
     space = fn.context_space
     assert space is not None

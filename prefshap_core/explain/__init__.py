@@ -19,7 +19,6 @@ from prefshap_core.explain.executor import Executor, LocalExecutor
 from prefshap_core.explain.explainer import Explainer
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.options import (
-    DEFAULT_MAX_EXACT_PLAYERS,
     ENGINE_VERSION,
     AutoOptions,
     CGOptions,
@@ -27,7 +26,10 @@ from prefshap_core.explain.options import (
     CMEOptions,
     ExplainOptions,
     NystromOptions,
+    Shapley,
+    auto_exact_players,
     cme_options,
+    default_samples,
 )
 from prefshap_core.explain.shapley.coalitions import CoalitionSet, all_coalitions
 from prefshap_core.explain.shapley.stratified import SampledCoalitions, sample_stratified_coalitions
@@ -36,7 +38,6 @@ from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA, DEFAULT_CON
 __all__ = [
     "DEFAULT_CME_LAMBDA",
     "DEFAULT_CONTEXT_CME_LAMBDA",
-    "DEFAULT_MAX_EXACT_PLAYERS",
     "ENGINE_VERSION",
     "AutoOptions",
     "CGOptions",
@@ -53,9 +54,12 @@ __all__ = [
     "LocalExecutor",
     "NystromOptions",
     "SampledCoalitions",
+    "Shapley",
     "all_coalitions",
+    "auto_exact_players",
     "choose_cme_lambda",
     "cme_lambda_scores",
     "cme_options",
+    "default_samples",
     "sample_stratified_coalitions",
 ]

@@ -136,11 +136,10 @@ class Explainer:
         canon = canonical_duels(left_side.rows, right_side.rows, contexts)
         game = self._ensure_game(canon)
         p = game.space.n_groups
-        need = self._memory_need(n, coalition_count(p, options.exact_limit(), options.n_samples))
+        n_samples = options.shapley.n_samples
+        need = self._memory_need(n, coalition_count(p, options.exact_limit(), n_samples))
         with budget.reserve(need, f"Explaining {n:,} duels", budget.EXPLAIN_REDUCE):
-            coalitions = choose_coalitions(
-                p, options.exact_limit(), options.n_samples, options.seed
-            )
+            coalitions = choose_coalitions(p, options.exact_limit(), n_samples, options.seed)
             exact = isinstance(coalitions, CoalitionSet)
             estimator = ExactShapley(coalitions) if exact else SampledShapley(coalitions)
             stage = f"explaining {options.what} features"
@@ -176,7 +175,7 @@ class Explainer:
             right_ids=right_side.ids,
             winners=winners,
             standard_errors=standard_errors,
-            kind=options.what,
+            what=options.what,
             data_labels=labels,
             context_values=context_values,
             meta=self._meta(coalitions, start, len(canon.batch.left)),
@@ -274,7 +273,7 @@ class Explainer:
             assert canon.batch.contexts is not None
             n_queries = len(canon.batch.contexts)
         p = game.space.n_groups
-        n_coalitions = coalition_count(p, options.exact_limit(), options.n_samples)
+        n_coalitions = coalition_count(p, options.exact_limit(), options.shapley.n_samples)
         # The side game embeds each side's coalitions, not the pairs: size the CMEs by them.
         n_embeddings = getattr(game, "n_embeddings", None)
         self._backend = make_backend(
@@ -361,7 +360,7 @@ class Explainer:
             "device": compute.device,
             "model_kind": self.function.kind,
             "n_unique_duels": n_unique,
-            "n_samples": options.n_samples,
+            "n_samples": options.shapley.n_samples,
             "seed": options.seed,
             "cme_lambda": game.problem.cme_lambda,
             "cme": self._backend.report(),

@@ -36,12 +36,12 @@ class Explanation:
     right_ids: np.ndarray  # (q,) str
     winners: np.ndarray  # (q,) int8: +1 left won, -1 right won, 0 unknown
     standard_errors: np.ndarray | None = None  # (q, p); 0 where exact
-    kind: str = "items"  # "items" | "context" | "sides" (left:<g> columns, then right:<g>)
+    what: str = "items"  # "items" | "context" | "sides" (left:<g> columns, then right:<g>)
     orientation: str = "left"  # "left" | "winner" | "item:<id>"
     left_labels: np.ndarray | None = None  # (q,) display names
     right_labels: np.ndarray | None = None
     data_labels: np.ndarray | None = None  # (q, p) str or None
-    # (q, p) raw context value per player (kind "context"; NaN for groups): a
+    # (q, p) raw context value per player (what "context"; NaN for groups): a
     # context is shared by both sides, so views never flip it.
     context_values: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -81,7 +81,7 @@ class Explanation:
         left_labels, right_labels = swap(self.left_labels, self.right_labels)
         values, data = self.values * col, self.data * col
         errors, data_labels = self.standard_errors, self.data_labels
-        if self.kind == "sides":  # left:<g> and right:<g> exchange places too
+        if self.what == "sides":  # left:<g> and right:<g> exchange places too
             values, data = _swap_sides(values, flip), _swap_sides(data, flip)
             errors, data_labels = _swap_sides(errors, flip), _swap_sides(data_labels, flip)
         return replace(

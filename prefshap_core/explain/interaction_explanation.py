@@ -150,7 +150,7 @@ def explain_interactions(
     fn = as_preference_function(model)
     check_interaction_groups(fn.item_space.n_groups)
     if explainer is None:
-        options = ExplainOptions(what="items", max_exact_players=MAX_INTERACTION_PLAYERS)
+        options = ExplainOptions(what="items", shapley="exact")
         explainer = Explainer(fn, options)
     if explainer.options.what != "items":
         raise ValueError("interaction values come from an item explainer (what='items')")

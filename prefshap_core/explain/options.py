@@ -1,9 +1,11 @@
 """What an explanation computes and how: small frozen, validated dataclasses (falkon style).
 
 One place holds each default. :class:`ExplainOptions` says *what* is explained
-(item or context groups), exact or sampled, and *how* the coalition embeddings
-are solved (:data:`CMEOptions`: one dataclass per backend, ``AutoOptions`` choosing
-among them from the problem's sizes). ``key()`` is a stable string of every field
+(item or context groups), exact or sampled (:class:`Shapley`: ``auto``, ``exact`` or
+``sampled``; :func:`auto_exact_players` and :func:`default_samples` say what ``auto``
+and an unsized sample do), and *how* the coalition embeddings are solved
+(:data:`CMEOptions`: one dataclass per backend, ``AutoOptions`` choosing among them
+from the problem's sizes). ``key()`` is a stable string of every field
 that can change a number: caches (dashboard, disk) use it with
 :data:`ENGINE_VERSION`. Executors (where the work runs) never change a number and
 are excluded from it.
@@ -12,6 +14,7 @@ are excluded from it.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
@@ -20,10 +23,24 @@ from typing import Any, ClassVar, Literal
 ENGINE_VERSION = "3"
 
 WHATS = ("items", "context", "sides")
+SHAPLEY_MODES = ("auto", "exact", "sampled")
 LANDMARK_RULES = ("rpcholesky", "uniform")
 CORRECTIONS = ("diagonal", "none")
-# Players up to which explanations enumerate all coalitions, per game.
-DEFAULT_MAX_EXACT_PLAYERS = {"items": 12, "context": 12, "sides": 16}
+# Players up to which "auto" enumerates all coalitions, per game. The side game has
+# twice the players of the item game, each side's coalitions embedded once, so it
+# stays exact further.
+_AUTO_EXACT_PLAYERS = {"items": 12, "context": 12, "sides": 16}
+# How keys spelled "exact" before the Shapley choice had a field of its own (the
+# clients passed max_exact_players=10**9): kept so cached explanations still resolve.
+_EXACT_IN_KEYS = 10**9
+
+
+def auto_exact_players(what: str) -> int:
+    """Players up to which ``Shapley("auto")`` enumerates every coalition of a ``what``
+    game; beyond, it samples :func:`default_samples` (or its ``n_samples``) coalitions."""
+    if what not in _AUTO_EXACT_PLAYERS:
+        raise ValueError(f"what must be one of {WHATS}, got {what!r}")
+    return _AUTO_EXACT_PLAYERS[what]
 
 
 def default_samples(n_players: int) -> int:
@@ -34,6 +51,52 @@ def default_samples(n_players: int) -> int:
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class Shapley:
+    """Exact or sampled Shapley values: ``auto``, ``exact`` or ``sampled(n_samples)``.
+
+    ``"auto"``: every coalition up to :func:`auto_exact_players` players (12; 16 for
+    sides), beyond that ``n_samples`` sampled ones; ``"exact"``: every coalition;
+    ``"sampled"``: ``n_samples`` stratified, paired samples (all coalitions when the
+    sample would hold them all). ``n_samples=None``: :func:`default_samples` of the
+    number of players. Strings parse (:meth:`parse`): ``"exact"``, ``"sampled:4000"``.
+    """
+
+    mode: Literal["auto", "exact", "sampled"] = "auto"
+    n_samples: int | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.mode in SHAPLEY_MODES, f"shapley must be one of {SHAPLEY_MODES}")
+        _check(self.n_samples is None or self.n_samples >= 2, "n_samples must be >= 2")
+        _check(
+            self.mode != "exact" or self.n_samples is None,
+            "exact Shapley values sample nothing: drop n_samples",
+        )
+
+    @classmethod
+    def parse(cls, value: Shapley | str) -> Shapley:
+        """``"auto"``, ``"exact"``, ``"sampled"`` or ``"<mode>:<n_samples>"``."""
+        if isinstance(value, Shapley):
+            return value
+        mode, _, count = str(value).partition(":")
+        _check(mode in SHAPLEY_MODES, f"shapley must be one of {SHAPLEY_MODES}, got {value!r}")
+        return cls(mode, int(count) if count else None)  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return self.mode if self.n_samples is None else f"{self.mode}:{self.n_samples}"
+
+    def exact_up_to(self, what: str) -> float:
+        """Players up to which every coalition is enumerated (``inf``: always)."""
+        if self.mode == "exact":
+            return math.inf
+        return 0 if self.mode == "sampled" else auto_exact_players(what)
+
+    def key_fields(self) -> dict[str, int | None]:
+        """The choice as keys have spelled it (the fields it replaced), for old entries."""
+        exact_up_to = {"auto": None, "exact": _EXACT_IN_KEYS, "sampled": 0}[self.mode]
+        return {"max_exact_players": exact_up_to, "n_samples": self.n_samples}
 
 
 @dataclass(frozen=True)
@@ -127,9 +190,8 @@ class ExplainOptions:
     ``what``: ``"items"`` (item feature groups; C-GPM context-averaged) or
     ``"context"`` (a C-GPM's context groups under each duel's context) or ``"sides"``
     (each side's item groups as separate players, ``left:<g>`` then ``right:<g>``).
-    ``max_exact_players``: enumerate all coalitions up to this many players (``None``:
-    the game's default, 12; 16 for sides); beyond, sample ``n_samples`` coalitions (``None``:
-    ``2p + 2048``) seeded by ``seed``. ``cme``: how coalition embeddings are solved.
+    ``shapley``: exact or sampled (:class:`Shapley`, or a string it parses), samples
+    seeded by ``seed``. ``cme``: how coalition embeddings are solved.
     ``cme_lambda``: override of the model's CME regulariser (of the context CME for
     ``what="context"``). ``coalition_batch``: coalition systems solved per batched
     call (``None``: 8 on CUDA, 1 on CPU). ``task_coalitions``: coalitions per
@@ -141,8 +203,7 @@ class ExplainOptions:
     """
 
     what: Literal["items", "context", "sides"] = "items"
-    max_exact_players: int | None = None
-    n_samples: int | None = None
+    shapley: Shapley = field(default_factory=Shapley)  # or a string (Shapley.parse)
     seed: int = 0
     cme: CMEOptions = field(default_factory=AutoOptions)
     cme_lambda: float | None = None
@@ -151,15 +212,12 @@ class ExplainOptions:
     factor_cache_bytes: int = 1 << 30
     executor: Any = field(default=None, compare=False, repr=False)
 
-    _NOT_IN_KEY: ClassVar[tuple[str, ...]] = ("executor", "factor_cache_bytes")
+    # The Shapley choice is in the key as key_fields spell it, not under its own name.
+    _NOT_IN_KEY: ClassVar[tuple[str, ...]] = ("executor", "factor_cache_bytes", "shapley")
 
     def __post_init__(self) -> None:
         _check(self.what in WHATS, f"what must be one of {WHATS}, got {self.what!r}")
-        _check(
-            self.max_exact_players is None or self.max_exact_players >= 0,
-            "max_exact_players must be >= 0",
-        )
-        _check(self.n_samples is None or self.n_samples >= 2, "n_samples must be >= 2")
+        object.__setattr__(self, "shapley", Shapley.parse(self.shapley))
         _check(
             isinstance(self.cme, tuple(CME_METHODS.values())), "cme must be a CME options object"
         )
@@ -172,15 +230,15 @@ class ExplainOptions:
             _check(value is None or value >= 1, f"{name} must be >= 1, got {value}")
         _check(self.factor_cache_bytes >= 0, "factor_cache_bytes must be >= 0")
 
-    def exact_limit(self) -> int:
-        if self.max_exact_players is not None:
-            return self.max_exact_players
-        return DEFAULT_MAX_EXACT_PLAYERS[self.what]
+    def exact_limit(self) -> float:
+        """Players up to which every coalition is enumerated (``inf``: always)."""
+        return self.shapley.exact_up_to(self.what)
 
     def key(self) -> str:
         """A stable string of every field that can change a number (no executor)."""
-        out = {
+        out: dict[str, Any] = {
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in self._NOT_IN_KEY
         }
+        out.update(self.shapley.key_fields())
         out["cme"] = {"method": self.cme.method, **asdict(self.cme)}
         return json.dumps(out, sort_keys=True, default=str)

@@ -169,7 +169,7 @@ def row_categories(expl: Explanation, player: int) -> np.ndarray | None:
     if np.isfinite(numeric).any():
         return None
     labels = [str(v) if v is not None else "" for v in expl.data_labels[:, player]]
-    if expl.kind == "context":
+    if expl.what == "context":
         return np.array(labels, dtype=object)
     pairs = [label.split(" vs ", 1) if " vs " in label else None for label in labels]
     return np.array(
@@ -289,7 +289,7 @@ def row_colour_positions(data: np.ndarray) -> np.ndarray:
 
 
 def _shows_context_values(expl: Explanation) -> bool:
-    return expl.kind == "context" and expl.context_values is not None
+    return expl.what == "context" and expl.context_values is not None
 
 
 def _colour_source(expl: Explanation) -> np.ndarray:

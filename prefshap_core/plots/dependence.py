@@ -38,7 +38,7 @@ class PlayerValues:
 def player_values(expl: Explanation, player: int) -> PlayerValues:
     """The numbers (or categories) behind player ``player``'s points."""
     name = expl.player_names[player]
-    if expl.kind == "context":
+    if expl.what == "context":
         source = expl.context_values
         if source is not None and np.isfinite(source[:, player]).all():
             return PlayerValues(source[:, player], None, f"{name} (context value)")
@@ -51,7 +51,7 @@ def player_values(expl: Explanation, player: int) -> PlayerValues:
         if expl.data_labels is not None
         else np.full(expl.n_duels, "?", dtype=object)
     )
-    words = "categories" if expl.kind == "items" else "context category"
+    words = "categories" if expl.what == "items" else "context category"
     return PlayerValues(None, labels, f"{name} ({words}, {style.favoured_side(expl)} first)")
 
 
@@ -196,7 +196,7 @@ def dependence(
         style.add_note(
             fig,
             f"colour: {expl.player_names[int(partner)]} — red {SAME}, blue {DIFFERENT}"
-            if expl.kind == "items"
+            if expl.what == "items"
             else f"colour: {expl.player_names[int(partner)]} category",
         )
     if rows.size < expl.n_duels:

@@ -93,5 +93,5 @@ def own_vs_opponents(
 
 
 def _check_sides(expl: Explanation) -> None:
-    if expl.kind != "sides":
-        raise ValueError(f"own vs opponents needs a side-aware explanation, not {expl.kind!r}")
+    if expl.what != "sides":
+        raise ValueError(f"own vs opponents needs a side-aware explanation, not {expl.what!r}")

@@ -8,7 +8,7 @@ base value is the items' output, the context-averaged preference) up to the full
 model's g. Positive moves towards the duel's left item, which is the side the
 explanation is oriented to (orient it to the winner or to an item first, if wanted).
 
-A side-aware explanation (``kind="sides"``) is drawn split by side: first the left
+A side-aware explanation (``what="sides"``) is drawn split by side: first the left
 item's own features, then the right item's, each a section named after its item
 (labels show that side's own value), then the context as before.
 """
@@ -46,7 +46,7 @@ def waterfall(
         _check_same_duel(item_expl, context_expl, index)
 
     left, right = (labels[index] for labels in style.duel_side_labels(item_expl))
-    sections = _side_sections(item_expl, left, right) if item_expl.kind == "sides" else []
+    sections = _side_sections(item_expl, left, right) if item_expl.what == "sides" else []
     sections = sections or [("items", item_expl)]
     if context_expl is not None:
         sections.append(("context", context_expl))
@@ -192,7 +192,7 @@ def _player_label(expl: Explanation, index: int, player: int) -> str:
     for context (shared by both sides)."""
     name = expl.player_names[player]
     label = None if expl.data_labels is None else expl.data_labels[index][player]
-    if expl.kind == "context":
+    if expl.what == "context":
         if label is not None and label != "":
             return f"{name} = {label}"
         raw = expl.context_values if expl.context_values is not None else expl.data
@@ -228,7 +228,7 @@ def _side_sections(expl: Explanation, left: str, right: str) -> list[tuple[str, 
             player_names=tuple(names),
             standard_errors=errors,
             data_labels=labels,
-            kind="items",
+            what="items",
         )
         parts.append((f"{side}'s features", part))
     return parts

@@ -12,7 +12,7 @@ import pytest
 
 from dashboard import state
 from dashboard.jobs import Job
-from dashboard.services import ExplanationStore
+from dashboard.services.explanation_cache import ExplanationStore
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.paths import repo_root
 
@@ -22,7 +22,10 @@ ROUNDS = textwrap.dedent(
     warnings.simplefilter("ignore")
     os.environ["PREFSHAP_CACHE_DIR"] = tempfile.mkdtemp()
     sys.path.insert(0, os.getcwd())
-    from dashboard import services, sources
+    from dashboard import sources, state
+    from dashboard.services.explain_requests import request
+    from dashboard.services.explanation_cache import explanation_cache
+    from dashboard.services.training import train_now
     from dashboard.jobs import Job
     from prefshap_core.data.build import load_directory
     from prefshap_core.workflow.fingerprints import data_fingerprint
@@ -39,12 +42,13 @@ ROUNDS = textwrap.dedent(
     for r in range(10):  # a new model and explanation every round, as visitors do
         settings = TrainSettings(kind="cgpm", seed=r, n_centres=100, penalty=1e-3,
                                  lengthscale_scale=1.0, cme_lambda=1e-2)
-        job = Job("train", "t", lambda p: services.train_now(loaded, settings, p)).start()
+        job = Job("train", "t", lambda p: train_now(loaded, settings, p)).start()
         job.wait()
         model = job.result
         for what in ("items", "context"):
-            req = services.request(loaded, model, model.result.split.test, what)
-            job = Job("x", "x", lambda p: services.explain_now(loaded, model, req, p)).start()
+            req = request(loaded, model, model.result.split.test, what,
+                          precision=state.Precision(), executor=None)
+            job = Job("x", "x", lambda p: explanation_cache().compute(req, p)).start()
             job.wait()
             assert job.state == "done", job.error_details
         del job, model, req

@@ -71,7 +71,7 @@ def test_duel_page_split_by_side() -> None:
     sections = [n for n in names if n.endswith("'s features")]
     assert len(sections) == 2  # one section per side, named in the margin
     (expl,) = _finished_results(at, "explain:")[-1:]
-    assert expl.kind == "sides" and seen_from in (expl.left_ids[0], expl.right_ids[0])
+    assert expl.what == "sides" and seen_from in (expl.left_ids[0], expl.right_ids[0])
     # efficiency: both sides' values add up to the same g the plain view shows
     assert abs(expl.values[0].sum() - expl.outputs[0]) < 1e-10
 
@@ -89,7 +89,7 @@ def test_players_page_own_vs_opponents_in_losses() -> None:
     assert len(charts) == n_charts + 1
     assert "own vs opponents' features in losses" in charts[-1].proto.spec
     assert "own features moved the preference by" in texts(at)
-    expl = next(r for r in _finished_results(at, "explain:") if r.kind == "sides")
+    expl = next(r for r in _finished_results(at, "explain:") if r.what == "sides")
     item = at.session_state["selected_item"][fp]
     losses = expl.losses_of(item)
     assert losses.n_duels > 0 and np.all(losses.left_ids == item)

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from dashboard.services import DEFAULT_EXPLAIN_CAP
+from dashboard.services.explain_requests import DEFAULT_EXPLAIN_CAP
 from prefshap_core.analysis.utility_split import duel_parts
 from prefshap_core.workflow.selections import sample_duels
 from prefshap_core.workflow.training import SMALL_TEST

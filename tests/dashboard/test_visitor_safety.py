@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import pages, services
+from dashboard import pages
 from dashboard.services import demo
+from dashboard.services.stores import disk_cache
 from prefshap_core.progress import Progress
 from tests.dashboard.apptest import SAMPLE, new_app, sample_upload, shown
 
@@ -29,8 +30,8 @@ def test_demo_preparation_times_out_discards_and_recomputes(
     assert model.result.function.n_centres > 0
     assert loaded.fingerprint == model.data_fp
     # The recomputed explanation is in the cache for the next visitor.
-    req = services.request(loaded, model, model.result.split.test)
-    assert services.disk_cache().load_explanation(req.key) is not None
+    req = demo.demo_request(loaded, model)
+    assert disk_cache().load_explanation(req.key) is not None
 
 
 # -- Markdown injection and error details, through the real app -----------------------

@@ -94,7 +94,7 @@ def test_cli_explain_output_is_formula_safe(tmp_path: Path) -> None:
 def test_explanation_csv_is_formula_safe() -> None:
     expl = Explanation(
         values=np.array([[0.1, -0.2]]), base_values=np.zeros(1), outputs=np.array([-0.1]),
-        data=np.zeros((1, 2)), player_names=("=g", "@h"), kind="items", orientation="left",
+        data=np.zeros((1, 2)), player_names=("=g", "@h"), what="items", orientation="left",
         duel_ids=np.array(["=d"]), left_ids=np.array(["+a"]), right_ids=np.array(["-4"]),
         winners=np.array([1]),
     )  # fmt: skip

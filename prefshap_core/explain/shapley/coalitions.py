@@ -1,9 +1,10 @@
 """Coalitions of players: which ones an explanation evaluates.
 
 A coalition is a boolean mask over the players (feature groups). Exact Pref-SHAP
-enumerates all ``2^p`` of them (bit order); beyond ``max_exact_players`` the
-explainer samples proper coalitions in complementary pairs, stratified by size, with
-the Shapley kernel weights
+enumerates all ``2^p`` of them (bit order); beyond ``exact_up_to`` players (the
+options' :class:`~prefshap_core.explain.options.Shapley` choice) the explainer
+samples proper coalitions in complementary pairs, stratified by size, with the
+Shapley kernel weights
 
     w(S) = (p - 1) / (C(p, |S|) |S| (p - |S|))
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prefshap_core.explain.options import default_samples
 from prefshap_core.explain.shapley.stratified import SampledCoalitions, sample_stratified_coalitions
 
 # Exact enumeration lists 2^p coalitions: beyond this it is refused.
@@ -89,26 +91,26 @@ def kernel_weights(sizes: np.ndarray, n_players: int) -> np.ndarray:
     return out
 
 
-def coalition_count(n_players: int, max_exact_players: int, n_samples: int | None) -> int:
+def coalition_count(n_players: int, exact_up_to: float, n_samples: int | None) -> int:
     """How many coalitions :func:`choose_coalitions` returns, without making them."""
     p = int(n_players)
     proper = 2**p - 2 if p <= 62 else None
-    if p <= max(1, max_exact_players) or (
+    if p <= max(1, exact_up_to) or (
         n_samples is not None and proper is not None and n_samples >= proper
     ):
         return 2**p
-    wanted = n_samples if n_samples is not None else 2 * p + 2048
+    wanted = n_samples if n_samples is not None else default_samples(p)
     if proper is not None and wanted >= proper:
         return 2**p
     return 2 * max(1, (int(wanted) + 1) // 2)
 
 
 def choose_coalitions(
-    n_players: int, max_exact_players: int, n_samples: int | None, seed: int
+    n_players: int, exact_up_to: float, n_samples: int | None, seed: int
 ) -> CoalitionSet | SampledCoalitions:
-    """All coalitions up to ``max_exact_players`` players (or when the sample would hold
-    them all), else ``n_samples`` stratified paired samples (``None``: ``2p + 2048``)."""
-    if coalition_count(n_players, max_exact_players, n_samples) == 2**n_players:
+    """All coalitions up to ``exact_up_to`` players (or when the sample would hold them
+    all), else ``n_samples`` stratified paired samples (``None``: :func:`default_samples`)."""
+    if coalition_count(n_players, exact_up_to, n_samples) == 2**n_players:
         return all_coalitions(n_players)
-    wanted = n_samples if n_samples is not None else 2 * n_players + 2048
+    wanted = n_samples if n_samples is not None else default_samples(n_players)
     return sample_stratified_coalitions(n_players, wanted, seed)

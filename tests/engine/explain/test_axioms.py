@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from prefshap_core.compute import Compute
-from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain import Explainer, ExplainOptions, Shapley
 from prefshap_core.explain.games.items import item_coalition_values
 from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.explain.shapley.coalitions import all_coalitions, bits_from_masks
@@ -61,7 +61,7 @@ def test_efficiency_context_and_sampled():
     left, right = duels(12, 10, seed=4)
     contexts = fn.contexts[np.arange(10) % len(fn.contexts)]
     assert context_explanation(fn, left, right, contexts).efficiency_gap() < 1e-10
-    sampled = item_explanation(fn, left, right, max_exact_players=0, n_samples=6, seed=1)
+    sampled = item_explanation(fn, left, right, shapley=Shapley("sampled", 6), seed=1)
     assert sampled.meta["shapley"] == "sampled"
     assert sampled.efficiency_gap() < 1e-10
 
@@ -88,9 +88,7 @@ def test_antisymmetry_context_and_sampled():
     e = context_explanation(fn, np.r_[left, right], np.r_[right, left], np.r_[ctx, ctx])
     assert np.array_equal(e.values[:8], -e.values[8:])
     assert np.array_equal(e.base_values[:8], -e.base_values[8:])
-    s = item_explanation(
-        fn, np.r_[left, right], np.r_[right, left], max_exact_players=0, n_samples=8
-    )
+    s = item_explanation(fn, np.r_[left, right], np.r_[right, left], shapley=Shapley("sampled", 8))
     assert np.array_equal(s.values[:8], -s.values[8:])
     assert np.array_equal(s.standard_errors[:8], s.standard_errors[8:])
 
@@ -177,7 +175,7 @@ def test_sampled_values_converge_to_exact():
         return phi * sign, se
 
     # The explainer's sampled path is this estimator on the same coalitions.
-    via_explainer = item_explanation(fn, left, right, max_exact_players=0, n_samples=40, seed=3)
+    via_explainer = item_explanation(fn, left, right, shapley=Shapley("sampled", 40), seed=3)
     np.testing.assert_allclose(via_explainer.values, sampled(40, 3)[0], atol=1e-12)
     errors, ses = [], []
     for n in (20, 40, 80):  # above p - 1 = 6 unknowns, or nothing is identified
@@ -187,6 +185,6 @@ def test_sampled_values_converge_to_exact():
     assert errors[0] > errors[1] > errors[2]
     assert ses[0] > ses[1] > ses[2]
     # Asking for at least every proper coalition gives the exact answer.
-    full = item_explanation(fn, left, right, max_exact_players=0, n_samples=2**7 - 2)
+    full = item_explanation(fn, left, right, shapley=Shapley("sampled", 2**7 - 2))
     np.testing.assert_allclose(full.values, exact.values, atol=1e-12)
     np.testing.assert_array_equal(full.standard_errors, 0.0)

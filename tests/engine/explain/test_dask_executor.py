@@ -19,7 +19,7 @@ import torch
 from distributed import Client, LocalCluster
 
 from prefshap_core.errors import CancelledError
-from prefshap_core.explain import Explainer, ExplainOptions, LocalExecutor
+from prefshap_core.explain import Explainer, ExplainOptions, LocalExecutor, Shapley
 from prefshap_core.explain.dask_executor import (
     DaskExecutor,
     SchedulerUnreachableError,
@@ -30,7 +30,7 @@ from prefshap_core.progress import Progress
 
 GROUPS = [("a", 1), ("type", 3), ("b", 1), ("colour", 2), ("size", 1)]
 CONTEXT = [("surface", 3), ("temp", 1), ("wind", 1)]
-SAMPLED = {"max_exact_players": 0, "n_samples": 16, "seed": 3}
+SAMPLED = {"shapley": Shapley("sampled", 16), "seed": 3}
 
 # The slow game below travels by value (workers cannot import this test module).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -101,7 +101,7 @@ def assert_same(a, b) -> None:
         ("cgpm", "items", {}),
         ("cgpm", "context", {}),
         ("gpm", "items", SAMPLED),
-        ("cgpm", "context", {**SAMPLED, "n_samples": 4}),
+        ("cgpm", "context", {**SAMPLED, "shapley": Shapley("sampled", 4)}),
     ],
     ids=["exact-gpm", "exact-cgpm-items", "exact-context", "sampled-items", "sampled-context"],
 )
@@ -240,32 +240,48 @@ def test_unreachable_scheduler_errors_with_the_address_within_the_timeout() -> N
     assert time.monotonic() - start < 30
 
 
-def test_dashboard_uses_the_cluster_named_by_the_environment(client, monkeypatch) -> None:
+def test_dashboard_uses_the_cluster_named_by_the_environment(client, monkeypatch, tmp_path) -> None:
     from types import SimpleNamespace
 
-    from dashboard import services
+    from dashboard.services.cluster import CLUSTER_ENV, cluster_address, cluster_executor
+    from dashboard.services.explain_requests import inline_request, request
+    from dashboard.services.explanation_cache import ExplanationCache
+    from dashboard.state import Precision
+    from prefshap_core.cache import DiskCache
 
     fn = model("gpm", seed=9)
     trained = SimpleNamespace(
         data_fp="data", settings_fp="settings", result=SimpleNamespace(function=fn, settings=None)
     )
     trained.result.settings = SimpleNamespace(dtype="float64")
-    loaded = SimpleNamespace(fingerprint="data")
+    loaded = SimpleNamespace(fingerprint="data", title="t")
     duel_rows = np.arange(4)
-    monkeypatch.delenv(services.CLUSTER_ENV, raising=False)
-    local = services.request(loaded, trained, duel_rows)
-    assert local.options.executor is None and services.cluster_address() is None
+    monkeypatch.delenv(CLUSTER_ENV, raising=False)
+    assert cluster_executor() is None and cluster_address() is None
+    local = request(loaded, trained, duel_rows, precision=Precision(), executor=None)
     address = client.scheduler.address
-    monkeypatch.setenv(services.CLUSTER_ENV, address)
-    remote = services.request(loaded, trained, duel_rows)
+    monkeypatch.setenv(CLUSTER_ENV, address)
+    executor = cluster_executor()  # what a page reads once and passes
+    remote = request(loaded, trained, duel_rows, precision=Precision(), executor=executor)
     assert isinstance(remote.options.executor, DaskExecutor)
-    assert remote.options.executor.address == address == services.cluster_address()
+    assert remote.options.executor.address == address == cluster_address()
     assert remote.key == local.key  # the same numbers: the same cache entries
+    cache = ExplanationCache(DiskCache(tmp_path))
     left, right, _ = duels(fn, 8, seed=9)
-    here = services.explainer_for(trained, local.options)(left, right)
-    there_explainer = services.explainer_for(trained, remote.options)
+    here = cache.explainer(local)(left, right)
+    there_explainer = cache.explainer(remote)
     assert there_explainer.options.executor is remote.options.executor
     assert_same(here, there_explainer(left, right))
+    # a what-if duel (inline rows) runs on the cluster too, with the same numbers
+    rows = fn.items[[left[0]]] + 0.25, fn.items[[right[0]]]
+    inline_local = inline_request(loaded, trained, *rows, precision=Precision(), executor=None)
+    inline_remote = inline_request(loaded, trained, *rows, precision=Precision(), executor=executor)
+    assert inline_remote.key == inline_local.key
+    assert cache.explainer(inline_remote) is there_explainer
+    assert_same(
+        Explainer(fn, ExplainOptions())(*rows),
+        ExplanationCache(DiskCache(tmp_path)).compute(inline_remote),
+    )
 
 
 @pytest.mark.slow

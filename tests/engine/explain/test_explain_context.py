@@ -13,7 +13,7 @@ import pytest
 
 from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
-from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain import Explainer, ExplainOptions, Shapley
 from prefshap_core.explain.cme.embedding import CoalitionEmbedding
 from prefshap_core.explain.reference import (
     context_shapley,
@@ -54,7 +54,7 @@ def test_matches_reference(path, seed, monkeypatch):
     monkeypatch.setattr(CoalitionEmbedding, "path", path)
     fn, left, right, contexts = make(seed)
     e = explain(fn, left, right, contexts)
-    assert e.kind == "context" and e.player_names == ("indoor", "surface", "altitude")
+    assert e.what == "context" and e.player_names == ("indoor", "surface", "altitude")
     assert np.abs(e.values).max() > 1e-4
     for i in range(len(left)):
         phi, base, output = context_shapley(
@@ -114,10 +114,10 @@ def test_sampled_context():
     fn, left, right, contexts = make(6)
     exact = explain(fn, left, right, contexts)
     # Three players have 6 proper coalitions: asking for all of them is exact ...
-    full = explain(fn, left, right, contexts, max_exact_players=0, n_samples=6)
+    full = explain(fn, left, right, contexts, shapley=Shapley("sampled", 6))
     np.testing.assert_allclose(full.values, exact.values, atol=1e-12)
     # ... and a sampled pair keeps efficiency exact, with standard errors reported.
-    some = explain(fn, left, right, contexts, max_exact_players=0, n_samples=2)
+    some = explain(fn, left, right, contexts, shapley=Shapley("sampled", 2))
     # (a sampled stratum takes at least two pairs, so that its variance exists)
     assert some.meta["shapley"] == "sampled" and some.meta["n_coalitions"] < 6
     assert some.efficiency_gap() < 1e-12

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain import Explainer, ExplainOptions, Shapley
 from prefshap_core.explain.games import sides as sides_module
 from prefshap_core.explain.reference import (
     random_preference_function,
@@ -49,7 +49,7 @@ def test_matches_shapley_of_the_direct_formula(kind, c):
     assert expl.player_names == tuple(
         [f"left:{g}" for g, _ in GROUPS] + [f"right:{g}" for g, _ in GROUPS]
     )
-    assert expl.kind == "sides" and expl.meta["n_players"] == 2 * p
+    assert expl.what == "sides" and expl.meta["n_players"] == 2 * p
     assert np.abs(expl.values).max() > 1e-3
     for i, (a, b) in enumerate(zip(LEFT, RIGHT, strict=True)):
         phi, base, output = side_shapley(fn, fn.items[a], fn.items[b], fn.cme_lambda, c)
@@ -162,7 +162,7 @@ def test_sampled_runs_embed_each_side_coalition_once(monkeypatch):
         return original(self, side_masks, coalition_batch)
 
     monkeypatch.setattr(sides_module._BoundSidesGame, "_embeddings", spy)
-    sampled = explain(fn, max_exact_players=0, n_samples=60, seed=2)
+    sampled = explain(fn, shapley=Shapley("sampled", 60), seed=2)
     assert sampled.meta["shapley"] == "sampled"
     assert len(seen) == len(set(seen))  # one embedding per distinct S_l or S_r
     assert sampled.efficiency_gap() < 1e-10
@@ -170,7 +170,7 @@ def test_sampled_runs_embed_each_side_coalition_once(monkeypatch):
     err = np.abs(sampled.values - exact.values).max()
     assert err < 0.5 * np.abs(exact.values).max()
     # every proper coalition sampled: the exact values
-    full = explain(fn, max_exact_players=0, n_samples=2**8)
+    full = explain(fn, shapley=Shapley("sampled", 2**8))
     np.testing.assert_allclose(full.values, exact.values, atol=1e-9, rtol=0)
 
 

@@ -16,6 +16,7 @@ from prefshap_core.explain import (
     ExplainOptions,
     LocalExecutor,
     NystromOptions,
+    Shapley,
     cme_options,
 )
 from prefshap_core.explain.reference import item_shapley, random_preference_function
@@ -43,8 +44,9 @@ def test_options_are_frozen_validated_and_keyed() -> None:
         base.seed = 3  # type: ignore[misc]
     for bad in (
         {"what": "nope"},
-        {"n_samples": 1},
-        {"max_exact_players": -1},
+        {"shapley": "sampled:1"},
+        {"shapley": "exact:100"},
+        {"shapley": "some"},
         {"cme_lambda": 0.0},
         {"coalition_batch": 0},
         {"cme": "cholesky"},
@@ -59,7 +61,7 @@ def test_options_are_frozen_validated_and_keyed() -> None:
     # every numeric choice changes the key; where the work runs does not
     changed = [
         ExplainOptions(seed=1),
-        ExplainOptions(n_samples=100),
+        ExplainOptions(shapley="auto:100"),
         ExplainOptions(what="context"),
         ExplainOptions(cme=CholeskyOptions()),
         ExplainOptions(cme=CGOptions(tol=1e-6)),
@@ -152,7 +154,7 @@ class RecordingExecutor(LocalExecutor):
 def test_any_partition_into_tasks_gives_the_same_values(sampled: bool) -> None:
     fn = model("gpm", seed=6)
     left, right = duels(9, seed=5)
-    extra = {"max_exact_players": 0, "n_samples": 10, "seed": 2} if sampled else {}
+    extra = {"shapley": Shapley("sampled", 10), "seed": 2} if sampled else {}
     whole = Explainer(fn, ExplainOptions(**extra))(left, right)
     recorder = RecordingExecutor()
     options = ExplainOptions(task_coalitions=2 if sampled else 4, executor=recorder, **extra)

@@ -16,7 +16,7 @@ def make_explanation(
     seed: int = 0,
     group_player: int | None = 1,
     base: np.ndarray | None = None,
-    kind: str = "items",
+    what: str = "items",
     names: tuple[str, ...] | None = None,
 ) -> Explanation:
     """Random explanation whose players have clearly different importances (player j's
@@ -49,7 +49,7 @@ def make_explanation(
         left_labels=np.array([f"Item {k}" for k in ids[0]]),
         right_labels=np.array([f"Item {k}" for k in ids[1]]),
         data_labels=data_labels,
-        kind=kind,
+        what=what,
     )
 
 

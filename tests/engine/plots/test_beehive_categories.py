@@ -42,7 +42,7 @@ def test_item_groups_are_coloured_same_or_different() -> None:
 
 def test_context_groups_are_coloured_by_their_category() -> None:
     q = 200
-    expl = make_explanation(q=q, p=2, seed=6, kind="context", group_player=None)
+    expl = make_explanation(q=q, p=2, seed=6, what="context", group_player=None)
     surfaces = np.array(["Clay", "Grass", "Hard"])[np.random.default_rng(0).integers(0, 3, q)]
     labels = np.full((q, 2), None, dtype=object)
     labels[:, 1] = surfaces

@@ -269,7 +269,7 @@ def test_waterfall_context_part_starts_at_the_items_output() -> None:
         p=3,
         seed=10,
         base=items.outputs,
-        kind="context",
+        what="context",
         group_player=None,
         names=("surface", "indoor", "year"),
     )
@@ -306,7 +306,7 @@ def test_waterfall_context_part_starts_at_the_items_output() -> None:
 
 def test_waterfall_refuses_parts_of_different_duels() -> None:
     items = make_explanation(q=4, p=3, seed=11)
-    wrong_base = make_explanation(q=4, p=2, seed=12, base=items.outputs + 1.0, kind="context")
+    wrong_base = make_explanation(q=4, p=2, seed=12, base=items.outputs + 1.0, what="context")
     wrong_base = Explanation(**{**wrong_base.__dict__, "left_ids": items.left_ids})
     with pytest.raises(ValueError, match="base value"):
         waterfall(items, wrong_base)
@@ -332,7 +332,7 @@ def test_format_number_never_prints_negative_zero() -> None:
 
 
 def test_context_beehive_colours_by_the_context_value() -> None:
-    expl = make_explanation(q=300, p=2, seed=13, kind="context", group_player=1)
+    expl = make_explanation(q=300, p=2, seed=13, what="context", group_player=1)
     values = np.random.default_rng(1).uniform(0, 3000, size=(300, 2))
     values[:, 1] = np.nan
     expl = Explanation(**{**expl.__dict__, "context_values": values})
