@@ -251,9 +251,11 @@ def test_dashboard_uses_the_cluster_named_by_the_environment(client, monkeypatch
 
     fn = model("gpm", seed=9)
     trained = SimpleNamespace(
-        data_fp="data", settings_fp="settings", result=SimpleNamespace(function=fn, settings=None)
+        data_fp="data",
+        settings_fp="settings",
+        function=fn,
+        settings=SimpleNamespace(dtype="float64"),
     )
-    trained.result.settings = SimpleNamespace(dtype="float64")
     loaded = SimpleNamespace(fingerprint="data", title="t")
     duel_rows = np.arange(4)
     monkeypatch.delenv(CLUSTER_ENV, raising=False)
