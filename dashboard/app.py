@@ -85,7 +85,7 @@ def _sidebar(current: str) -> None:
 def main() -> None:
     st.set_page_config(
         page_title="Pref-SHAP Studio",
-        page_icon=":material/compare_arrows:",
+        page_icon="⚖️",  # drawn in the browser; a :material: favicon is fetched from Google
         layout="wide",
     )
     state.init()
