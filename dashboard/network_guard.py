@@ -62,9 +62,10 @@ def refusal(address: str | None, *, chosen: bool, allow: str | None) -> str | No
 def listening() -> tuple[str | None, bool] | None:
     """(``server.address``, set on purpose) of the server running this script; None
     under AppTest, which runs the script in-process and listens nowhere."""
-    if st.get_option("global.appTest"):
+    # config.get_option, not st.get_option: AppTest patches the former only.
+    if config.get_option("global.appTest"):
         return None
-    return st.get_option("server.address"), config.is_manually_set("server.address")
+    return config.get_option("server.address"), config.is_manually_set("server.address")
 
 
 def refuse_unless_local() -> None:
