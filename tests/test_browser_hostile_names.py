@@ -40,6 +40,15 @@ def _settled(page, timeout_s: float = 180) -> None:
     time.sleep(1.0)
 
 
+def _query_with(page, names: tuple[str, ...], timeout_s: float = 30) -> dict[str, list[str]]:
+    """The page URL's query once it has all of ``names`` (the app writes them in turn)."""
+    deadline = time.monotonic() + timeout_s
+    while not all(n in (query := parse_qs(urlparse(page.url).query)) for n in names):
+        assert time.monotonic() < deadline, (page.url, names)
+        time.sleep(0.25)
+    return query
+
+
 def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
     _require_browser()
     items, duels = hostile_files()
@@ -73,7 +82,7 @@ def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
         page.get_by_text("C-GPM ROC AUC (test)").wait_for(timeout=240_000)
         page.get_by_role("link", name="Rankings").click()  # a page that writes its link
         page.get_by_text("Rankings (CSV)").wait_for()
-        query = parse_qs(urlparse(page.url).query)
+        query = _query_with(page, ("session", "dataset"))
         session, dataset = query["session"][0], query["dataset"][0]
 
         visits = {

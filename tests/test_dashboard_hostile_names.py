@@ -132,8 +132,8 @@ def _widget(at: AppTest, kind: str, key_start: str):
     return next(w for w in at.get(kind) if (w.key or "").startswith(key_start))
 
 
-@pytest.mark.slow
-def test_every_page_shows_hostile_names_literally() -> None:
+def walk_every_page() -> Walk:
+    """Upload the hostile files, train, open every page (and a hostile deep link)."""
     walk = Walk()
     items, duels = hostile_files()
     at = walk(sample_upload(new_app(), items, duels, items_name=FILE_NAME, duels_name=FILE_NAME))
@@ -181,7 +181,12 @@ def test_every_page_shows_hostile_names_literally() -> None:
     linked = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     linked.query_params["dataset"] = LINKED_DATASET
     walk(linked.run())
+    return walk
 
+
+@pytest.mark.slow
+def test_every_page_shows_hostile_names_literally() -> None:
+    walk = walk_every_page()
     bad = {s: unescaped_markup(s) for s in walk.sources if unescaped_markup(s)}
     assert not bad, bad
     # Shown as typed, everywhere it matters (a test of the walk itself, too).
