@@ -35,6 +35,7 @@ from dashboard import links, pages, sources, state  # noqa: E402
 from dashboard.components.guard import run_guarded  # noqa: E402
 from dashboard.components.progress import job_panel  # noqa: E402
 from dashboard.components.text import md  # noqa: E402
+from dashboard.network_guard import refuse_unless_local  # noqa: E402
 from dashboard.services.cluster import cluster_executor  # noqa: E402
 from dashboard.services.demo import ensure_demo  # noqa: E402
 from dashboard.services.training import collect_finished_jobs, model_title  # noqa: E402
@@ -75,9 +76,12 @@ def _sidebar(current: str) -> None:
 
 
 def main() -> None:
+    # Before anything is served: listening on every interface by accident (started
+    # from another folder, so without .streamlit/config.toml) serves only a message.
+    refuse_unless_local()
     st.set_page_config(
         page_title="Pref-SHAP Studio",
-        page_icon=":material/compare_arrows:",
+        page_icon="⚖️",  # drawn in the browser; a :material: favicon is fetched from Google
         layout="wide",
     )
     state.init()

@@ -3,8 +3,9 @@
 Parameter names (the contract): ``dataset, model, player, view, duel, a, b,
 context``; the page is the URL path (``View.url_path`` in :mod:`dashboard.pages`,
 also a contract). ``dataset`` is a built-in dataset's name
-(``demo``, ``pokemon``, ...) or, for an upload, the session-restore token that the
-Data page gives it (uploads reopen while they are in the server's cache);
+(``demo``, ``pokemon``, ...) or, for an upload, ``upload:<digest>`` (its dataset
+key), which opens only with its own session's ``session=`` token in the same URL (the
+files are kept in that session's record, never in the link);
 ``model`` is the model's settings fingerprint (reloaded from the disk cache);
 ``player``, ``a``, ``b`` are item ids, ``duel`` a duel id, ``view`` a page's view
 (e.g. ``losses``), ``context`` a context slice (``tourney_surface = Clay``).
@@ -21,6 +22,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import pages, sources, state
+from dashboard.components.text import md
 from dashboard.services.training import cached_model
 
 PARAMS = ("dataset", "model", "player", "view", "duel", "a", "b", "context")
@@ -34,11 +36,14 @@ def dataset_param(loaded: state.LoadedData) -> str | None:
         return DEMO_NAME
     if loaded.key.startswith(BUILTIN_PREFIX):
         return loaded.key.removeprefix(BUILTIN_PREFIX)
-    token = getattr(loaded, "token", None)  # uploads: the Data page's restore token
-    return str(token) if token else None
+    if sources.UPLOAD_KEY.fullmatch(loaded.key):  # opens within its own session only
+        return loaded.key
+    return None
 
 
 def _find_dataset(name: str) -> state.LoadedData | None:
+    if name.startswith("upload:"):
+        return sources.restore_upload(name)
     key = sources.DEMO_KEY if name == DEMO_NAME else f"{BUILTIN_PREFIX}{name}"
     known = state.datasets().get(key)
     if known is not None:
@@ -49,8 +54,16 @@ def _find_dataset(name: str) -> state.LoadedData | None:
     )
     if choice is not None:
         return sources.load_builtin(choice, missing_indicators=missing_indicators)
-    restore = getattr(sources, "restore_upload", None)  # uploads, where supported
-    return restore(name) if restore is not None else None
+    return None
+
+
+def _unavailable(name: str) -> str:
+    if name.startswith("upload:"):
+        return (
+            "The linked upload belongs to another session, or its session has expired: "
+            "upload the files again on the Data page."
+        )
+    return f"The linked dataset {md(repr(name))} is not available here."
 
 
 def apply() -> None:
@@ -64,7 +77,7 @@ def apply() -> None:
     if "dataset" in params:
         wanted = _find_dataset(params["dataset"])
         if wanted is None:
-            st.toast(f"The linked dataset {params['dataset']!r} is not available here.")
+            st.toast(_unavailable(params["dataset"]))
             return
         if loaded is None or wanted.key != loaded.key:
             state.add_dataset(wanted)

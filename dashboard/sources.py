@@ -5,12 +5,17 @@ uploaded files' digests, names and reading options), so a rerun or another sessi
 never parses the same files twice. Every engine error (``DataValidationError``:
 file, row, column) reaches the caller unchanged, for the page to show.
 
-Reload restore: a session gets a random 128-bit token (``secrets``), shown in the
-URL as ``?session=<token>``; the active dataset (the uploaded files themselves, or
-the built-in's key) and the settings of its latest model are written under
-``<disk cache>/sessions/<token>/``. A reload (a new session with that URL) reads
-them back, and the model from the disk cache. The token is never derived from the
-content, so no one can open another visitor's data by guessing.
+Reload restore: a session gets a random 128-bit token, made by the server
+(:mod:`dashboard.sessions`), shown in the URL as ``?session=<token>``; the active
+dataset (the uploaded files themselves, or the built-in's key) and the settings of
+its latest model are written to its record. A reload (a new session with that URL)
+reads them back, and the model from the disk cache. A URL's token is adopted only
+when its record exists: an unknown or expired one starts a fresh session (with a
+notice), so a link with a token of someone else's choosing never collects what the
+opener uploads. A session opened from a link that then records another dataset
+gets a token of its own first: the link's owner never sees data uploaded after it.
+An upload's deep link, ``dataset=upload:<digest>``, opens only within the session
+whose token is in the same URL (:func:`restore_upload`).
 """
 
 from __future__ import annotations
@@ -18,15 +23,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import sessions, state
 from prefshap_core import budget
-from prefshap_core.cache import cache_dir
 from prefshap_core.data.build import build_duel_data
 from prefshap_core.data.duel_data import DuelData
 from prefshap_core.data.readers import read_any
@@ -210,40 +212,72 @@ def load_upload(
 
 
 # -- reload restore ------------------------------------------------------------------
-_TOKEN = re.compile(r"[0-9a-f]{32}")
 URL_PARAM = "session"
-
-
-def _record_dir(token: str) -> Path:
-    return cache_dir() / "sessions" / token
+UPLOAD_KEY = re.compile(r"upload:[0-9a-f]{32}")
+EXPIRED_NOTICE = (
+    "That session link has expired or never existed: this is a new session. "
+    "Links keep a session's data for {days:g} days after its last use."
+)
+UNREADABLE_NOTICE = "That session link could not be restored: this is a new session."
 
 
 def restore_from_url() -> bool:
     """A new session opened with ``?session=<token>``: reload its dataset and model.
 
-    Returns whether a dataset was restored. An unknown or malformed token restores
-    nothing (the demo then opens, as on a first visit).
+    Returns whether a dataset was restored. The token is adopted only when the
+    server has a record under it; otherwise (unknown, expired, malformed, damaged)
+    it is removed from the URL, a notice says so, and the demo opens as on a first
+    visit. Expired records are swept here, when sessions start.
     """
     record = state.restore_record()
     if record["token"] is not None:
         return False  # this session has its own token already
+    sessions.sweep_now_and_then()
+    if URL_PARAM not in st.query_params:
+        return False
     token = str(st.query_params.get(URL_PARAM, ""))
-    if not _TOKEN.fullmatch(token):
+    if not sessions.exists(token):
+        _refuse(EXPIRED_NOTICE.format(days=sessions.ttl_seconds() / 86400))
         return False
-    record["token"] = token
     try:
-        meta = json.loads((_record_dir(token) / "meta.json").read_text(encoding="utf-8"))
+        text = sessions.read_meta(token)
+        meta = json.loads(text)
         loaded = _restore_dataset(token, meta)
-    except Exception:  # a missing or damaged record: nothing to restore, never an error
+    except Exception:  # a damaged record: nothing to restore, never an error
+        _refuse(UNREADABLE_NOTICE)
         return False
+    record.update(token=token, adopted=True, files_of=loaded.key)
+    sessions.touch(token)  # in use: its time to live starts again
     state.add_dataset(loaded)
     state.load_options()["missing_indicators"] = loaded.missing_indicators  # its checkbox
     model = _restore_model(loaded, meta.get("settings"))
     if model is not None:
         state.set_model(model)
     record["written"] = json.dumps(meta, sort_keys=True)
-    record["files_of"] = loaded.key
     return True
+
+
+def _refuse(notice: str) -> None:
+    del st.query_params[URL_PARAM]  # never kept, so never written under
+    st.toast(notice, icon=":material/link_off:")
+
+
+def restore_upload(key: str) -> state.LoadedData | None:
+    """The upload a deep link's ``dataset=upload:<digest>`` names, if it is this
+    session's: loaded in it, or the dataset of its own record (None otherwise)."""
+    if not UPLOAD_KEY.fullmatch(key):
+        return None
+    known = state.datasets().get(key)
+    if known is not None:
+        return known
+    token = state.restore_record()["token"]
+    if token is None or not sessions.exists(token):
+        return None
+    try:
+        meta = json.loads(sessions.read_meta(token))
+    except (OSError, ValueError):
+        return None
+    return _restore_dataset(token, meta) if meta.get("key") == key else None
 
 
 def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
@@ -253,10 +287,9 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
         choice_key = split_builtin_key(meta["key"])[0]
         choice = next(c for c in builtin_choices() if c.key == choice_key)
         return load_builtin(choice, missing_indicators=missing_indicators)
-    folder = _record_dir(token)
     files = []
     for k, name in enumerate(meta["files"]):
-        raw = (folder / f"file{k}").read_bytes()
+        raw = sessions.read_file(token, k)
         files.append(uploaded_file(name, raw, file_id=f"restored:{token}:{k}"))
     return load_upload(
         *files, lenient=bool(meta["lenient"]), use_columns=tuple(meta["use_columns"]),
@@ -299,19 +332,21 @@ def remember_session() -> None:
         )
     meta["settings"] = model.settings.as_dict() if model is not None else None
     text = json.dumps(meta, sort_keys=True)
+    if record.get("adopted") and record.get("files_of") != loaded.key:
+        # Opened from a link, now showing other data: that data gets a record of its
+        # own, which the link's owner cannot open.
+        record.update(token=None, adopted=False, written=None, files_of=None)
     if record["token"] is None:
-        record["token"] = secrets.token_hex(16)  # 128 random bits, never a content hash
+        record["token"] = sessions.new_token()
     if text != record["written"]:
-        folder = _record_dir(record["token"])
+        files = None
+        if record.get("files_of") != loaded.key:  # the files change with the dataset
+            files = [file.data for file in loaded.uploaded]
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            if record.get("files_of") != loaded.key:  # the files change with the dataset
-                for k, file in enumerate(loaded.uploaded):
-                    (folder / f"file{k}").write_bytes(file.data)
-                record["files_of"] = loaded.key
-            (folder / "meta.json").write_text(text, encoding="utf-8")
+            sessions.write(record["token"], text, files)
         except OSError:
             return  # no disk cache here: a reload then falls back to the demo
+        record["files_of"] = loaded.key
         record["written"] = text
     if st.query_params.get(URL_PARAM) != record["token"]:
         st.query_params[URL_PARAM] = record["token"]

@@ -39,7 +39,10 @@ _DUEL = "selected_duel"  # dict[str, tuple[int, str | None]]: fingerprint -> (du
 _DEMO_READY = "demo_ready"  # bool: the first-screen demo was set up in this session
 _UPLOAD_COUNT = "upload_count"  # int: uploads loaded so far (names "Upload 2: ...")
 _NOTICE = "data_notice"  # str | None: a message for the next run of the Data page
-_RESTORE = "restore"  # dict: {"token": str | None, "written": str | None} (reload restore)
+# dict (reload restore): {"token": str | None (this session's, made by the server),
+# "written": str | None (meta.json last written), "files_of": str | None (the dataset
+# key whose files the record holds), "adopted": bool (the token came from a URL)}
+_RESTORE = "restore"
 # dict: {"lenient": bool, "use_columns": tuple[str, ...], "missing_indicators": bool}
 _LOAD_OPTIONS = "load_options"
 
@@ -122,7 +125,7 @@ def init() -> None:
     ss.setdefault(_DEMO_READY, False)
     ss.setdefault(_UPLOAD_COUNT, 0)
     ss.setdefault(_NOTICE, None)
-    ss.setdefault(_RESTORE, {"token": None, "written": None})
+    ss.setdefault(_RESTORE, {"token": None, "written": None, "files_of": None, "adopted": False})
     ss.setdefault(_LOAD_OPTIONS, {"lenient": True, "use_columns": (), "missing_indicators": True})
 
 

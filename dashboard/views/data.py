@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import sources, state
 from dashboard.components.guard import run_guarded, show_error, without_paths
+from dashboard.components.share import share_link
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
 from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
@@ -217,7 +218,7 @@ def _ignored_columns(loaded: state.LoadedData) -> None:
                 missing_indicators=loaded.missing_indicators,
             )
         except PrefShapError as exc:
-            st.error(str(exc), icon=":material/error:")
+            show_error(exc)  # escaped: it names the user's columns
             return
         state.add_dataset(again)
         st.rerun()
@@ -226,6 +227,7 @@ def _ignored_columns(loaded: state.LoadedData) -> None:
 def _summary(loaded: state.LoadedData) -> None:
     data = loaded.data
     st.subheader(md(loaded.title))
+    share_link(loaded)
     c = st.columns(4)
     c[0].metric("Items", f"{data.n_items:,}")
     c[1].metric("Duels", f"{data.n_duels:,}")

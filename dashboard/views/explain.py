@@ -83,7 +83,7 @@ def _condition(
     if op == REST:
         return None
     threshold = inner[1].number_input(
-        f"{column} threshold", value=float(np.median(numbers)),
+        f"{md(column)} threshold", value=float(np.median(numbers)),
         key=f"explain:gthr{side}:{fp}:{column}", persist_state=state.PERSIST,
         label_visibility="hidden", format="%g",
     )  # fmt: skip

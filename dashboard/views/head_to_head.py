@@ -59,7 +59,7 @@ def _edited_row(loaded: state.LoadedData, item: str, side: str) -> tuple[np.ndar
         if column.kind == "numeric":
             step = 1.0 if column.integer else (column.high - column.low) / 100 or 1.0
             values[column.name] = st.number_input(
-                column.name, min_value=column.low, max_value=column.high,
+                md(column.name), min_value=column.low, max_value=column.high,
                 value=float(np.clip(original[column.name], column.low, column.high)),
                 step=step, key=key, format="%g",
             )  # fmt: skip
@@ -67,7 +67,7 @@ def _edited_row(loaded: state.LoadedData, item: str, side: str) -> tuple[np.ndar
             choices = ([None] if column.optional else []) + list(column.categories)
             current = original[column.name] if original[column.name] in choices else choices[0]
             values[column.name] = st.selectbox(
-                column.name, choices, index=choices.index(current), key=key,
+                md(column.name), choices, index=choices.index(current), key=key,
                 format_func=lambda c: "(none)" if c is None else str(c),
             )  # fmt: skip
     changed = values != original

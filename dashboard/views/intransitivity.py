@@ -9,7 +9,6 @@ ranking that explains the model best.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
@@ -19,6 +18,7 @@ from dashboard import links, pages, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
 from dashboard.components.export import figure_exports, file_stem, table_download
 from dashboard.components.guard import run_guarded
+from dashboard.components.text import md
 from dashboard.services import views_data
 from dashboard.services.analyses import intransitivity
 from prefshap_core.analysis.intransitivity import MAX_ITEMS
@@ -27,10 +27,6 @@ from prefshap_core.plots.potential import potential_plot
 DEFAULT_ITEMS = 200
 TOP = 20
 AVERAGED = "(averaged)"
-
-
-def _markdown_text(text: str) -> str:
-    return re.sub(r"([\\`*_{}\[\]()<>#+!|~])", r"\\\1", text)
 
 
 def _percent(p: float) -> str:
@@ -44,7 +40,7 @@ def head_to_head_link(a: str, b: str) -> str:
 
 
 def _edge(labels: dict[str, str], a: str, b: str, note: str) -> str:
-    text = f"{_markdown_text(labels[a])} › {_markdown_text(labels[b])} {note}"
+    text = f"{md(labels[a])} › {md(labels[b])} {note}"
     return f"[{text}]({head_to_head_link(a, b)})"
 
 
@@ -64,7 +60,7 @@ def _choices(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int, 
         cols = c[1].columns(len(groups))
         for col, (group, categories) in zip(cols, groups.items(), strict=True):
             value = col.selectbox(
-                f"Context: {group}", [AVERAGED, *categories],
+                f"Context: {md(group)}", [AVERAGED, *categories],
                 key=f"intransitivity:ctx:{fp}:{group}", persist_state=state.PERSIST,
                 help="Fix this context group; the others are averaged over the observed contexts.",
             )  # fmt: skip
@@ -105,7 +101,7 @@ def render() -> None:
     )  # fmt: skip
     parts = [f"The {n:,} most active items"]
     if model.kind == "cgpm":
-        where = ", ".join(f"{k} = {v}" for k, v in context.items())
+        where = ", ".join(f"{md(k)} = {md(v)}" for k, v in context.items())
         parts.append(f"context {where}, other groups averaged" if where else "context-averaged")
     parts.append("each edge opens the head-to-head of its pair")
     st.caption(" · ".join(parts) + ".")

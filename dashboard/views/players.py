@@ -196,7 +196,7 @@ def _own_vs_opponents(
         "Own features vs opponents' features",
         key=f"players:sides:{loaded.fingerprint}",
         persist_state=state.PERSIST,
-        help=f"Did {record.label} lose because of its own features or its opponents'? "
+        help=f"Did {md(record.label)} lose because of its own features or its opponents'? "
         "Each side's item features become separate players.",
     )
     if not show:
@@ -209,7 +209,7 @@ def _own_vs_opponents(
     shown = expl.losses_of(record.item_id)
     own, theirs = (float(t.mean()) for t in side_totals(shown))
     st.caption(
-        f"Over its {shown.n_duels:,} losses, {record.label}'s own features moved the "
+        f"Over its {shown.n_duels:,} losses, {md(record.label)}'s own features moved the "
         f"preference by {own:+.3f} on average and its opponents' features by {theirs:+.3f} "
         f"(negative: towards the loss; mean preference {shown.outputs.mean():+.3f})."
     )

@@ -1,0 +1,177 @@
+"""Driving the dashboard in Debian's Chromium through Playwright: a live server on a
+free loopback port, a page, and waits with margins for a loaded CI machine."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from prefshap_core.paths import repo_root
+
+ROOT = repo_root()
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+# ENVIRONMENT.md: without the background-networking flags Chromium keeps trying
+# (and failing) to reach Google.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ON_CI = os.environ.get("CI", "").lower() == "true"
+
+# A Streamlit server, Chromium and a training run per test.
+
+
+def require_browser() -> None:
+    """Skip (fail on CI) when Chromium or Playwright is missing."""
+    problem = None
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        problem = f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "the playwright Python package is not installed"
+    if problem is None:
+        return
+    if ON_CI:
+        pytest.fail(f"CI=true but {problem}", pytrace=False)
+    pytest.skip(problem)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def running_app(cache_dir: Path, timeout_s: float = 90) -> Iterator[tuple[str, float]]:
+    """The dashboard on a free local port: (base URL, time.monotonic() at launch)."""
+    port = free_port()
+    env = {**os.environ, "PREFSHAP_CACHE_DIR": str(cache_dir)}
+    command = [
+        sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+        "--server.headless", "true", "--server.port", str(port),
+        "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    launched = time.monotonic()
+    log = cache_dir / "streamlit.log"  # printed when a step fails
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while not healthy(url):
+            if server.poll() is not None or time.monotonic() - launched > timeout_s:
+                raise AssertionError(f"the app did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield url, launched
+    except BaseException:
+        print(f"\n--- streamlit log (tail) ---\n{log.read_text(errors='replace')[-4000:]}")
+        raise
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=5)
+
+
+@contextmanager
+def browser_page() -> Iterator:
+    """A Chromium page; on a failing step its screenshot goes to artifacts/."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+            page.set_default_timeout(120_000)
+            try:
+                yield page
+            except BaseException:
+                ARTIFACTS.mkdir(exist_ok=True)
+                failure = ARTIFACTS / "e2e_failure.png"
+                page.screenshot(path=str(failure), full_page=True)
+                print(f"\nscreenshot of the failure: {failure}")
+                raise
+        finally:
+            browser.close()
+
+
+def plot_points(page, title: str, webgl: bool) -> int:
+    """Points (or bars) drawn by the plotly graph whose title contains ``title`` (0 if
+    none); with ``webgl`` only when it also drew its WebGL canvas (the beehive)."""
+    return page.evaluate(
+        """([title, webgl]) => {
+            for (const div of document.querySelectorAll('.js-plotly-plot')) {
+                const t = div.layout && div.layout.title;
+                const text = (t && (t.text || t)) || '';
+                if (!String(text).includes(title)) continue;
+                const gl = div.querySelector('canvas') !== null;
+                // _fullData: traces as drawn (x decoded from plotly's binary encoding).
+                const n = (div._fullData || []).reduce(
+                    (s, tr) => s + (Number(tr._length) || (tr.x ? tr.x.length || 0 : 0)), 0);
+                return gl || !webgl ? n : 0;
+            }
+            return 0;
+        }""",
+        [title, webgl],
+    )
+
+
+def wait_for_plot(page, title: str, *, webgl: bool = True, timeout_s: float = 180) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        points = plot_points(page, title, webgl)
+        if points:
+            return points
+        time.sleep(0.25)
+    raise AssertionError(f"no plot titled {title!r} with points within {timeout_s} s")
+
+
+def plot_count(page, title: str) -> int:
+    return page.evaluate(
+        """(title) => [...document.querySelectorAll('.js-plotly-plot')].filter((div) => {
+            const t = div.layout && div.layout.title;
+            return String((t && (t.text || t)) || '').includes(title);
+        }).length""",
+        title,
+    )
+
+
+def wait_until_idle(page, timeout_s: float = 180) -> None:
+    """Until no progress bar is left (every background job of the page has ended)."""
+    deadline = time.monotonic() + timeout_s
+    while page.locator('[data-testid="stProgress"]').count():
+        assert time.monotonic() < deadline, f"still working after {timeout_s} s"
+        time.sleep(0.25)
+    time.sleep(1.0)  # the rerun that draws the results
+
+
+def no_error_on(page) -> None:
+    alerts = page.locator('[data-testid="stAlertContentError"]')
+    assert alerts.count() == 0, [alerts.nth(i).inner_text() for i in range(alerts.count())]
+    assert page.locator('[data-testid="stException"]').count() == 0
