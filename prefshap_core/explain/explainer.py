@@ -62,6 +62,7 @@ from prefshap_core.explain.shapley import (
     coalition_count,
 )
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
+from prefshap_core.explain.uncertainty import exact_value_sd
 from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress, ensure_progress
 
@@ -158,6 +159,7 @@ class Explainer:
             flip = sign < 0
             values[flip] = values[flip][:, swap]
             standard_errors[flip] = standard_errors[flip][:, swap]
+        uncertainty = self._uncertainty(canon, coalitions)
         space = game.space
         if options.what == "items":
             data, labels = player_differences(space, left_side.rows, right_side.rows)
@@ -183,7 +185,26 @@ class Explainer:
             data_labels=labels,
             context_values=context_values,
             meta=self._meta(coalitions, start, len(canon.batch.left)),
+            **uncertainty,
         )
+
+    def _uncertainty(self, canon: CanonicalDuels, coalitions: Any) -> dict[str, np.ndarray]:
+        """sd, output_sd, base_value_sd per input duel when asked for (sign-free)."""
+        if not self.options.uncertainty:
+            return {}
+        self.function.require_posterior()
+        if self.options.what == "sides" or not isinstance(coalitions, CoalitionSet):
+            raise ValueError(
+                "uncertainty is not yet supported for sampled values or --what sides: "
+                "explain exactly (items or context)"
+            )
+        assert self._game is not None
+        sd = exact_value_sd(self._game, canon.batch, coalitions.masks, self.compute)
+        return {
+            "sd": sd.values[canon.inverse],
+            "output_sd": sd.outputs[canon.inverse],
+            "base_value_sd": sd.base_values[canon.inverse],
+        }
 
     def coalition_values(
         self,

@@ -150,8 +150,10 @@ class ExplainOptions:
     task_coalitions: int | None = None
     factor_cache_bytes: int = 1 << 30
     executor: Any = field(default=None, compare=False, repr=False)
+    # Also the posterior sd of every value and output (explain.uncertainty).
+    uncertainty: bool = False
 
-    _NOT_IN_KEY: ClassVar[tuple[str, ...]] = ("executor", "factor_cache_bytes")
+    _NOT_IN_KEY: ClassVar[tuple[str, ...]] = ("executor", "factor_cache_bytes", "uncertainty")
 
     def __post_init__(self) -> None:
         _check(self.what in WHATS, f"what must be one of {WHATS}, got {self.what!r}")
@@ -183,4 +185,6 @@ class ExplainOptions:
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in self._NOT_IN_KEY
         }
         out["cme"] = {"method": self.cme.method, **asdict(self.cme)}
+        if self.uncertainty:  # only when asked: keys of earlier options stay as they were
+            out["uncertainty"] = True
         return json.dumps(out, sort_keys=True, default=str)

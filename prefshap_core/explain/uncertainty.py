@@ -1,0 +1,158 @@
+"""Posterior standard deviations of exact Pref-SHAP values (docs/method.md, "Uncertainty").
+
+Every coalition value is linear in the coefficients: ``v_S(d) = beta_S(d) @ alpha``
+with ``beta_S(d)`` (M,) each centre's bracket under the coalition's embeddings, and
+so is every exact Shapley value: ``phi_i(d) = Phi_i(d) @ alpha`` with
+``Phi_i(d) = sum_S A[i, S] beta_S(d)`` (``A``: :func:`exact_shapley_matrix`). Under
+the posterior ``alpha ~ N(alpha_hat, F F^T)``
+
+    sd(phi_i(d)) = || Phi_i(d) @ F ||,   sd(g(d)) = || b(d) @ F ||,
+
+exactly, with ``b`` the model's centre brackets (the full coalition). The
+embeddings ``Gamma_S`` are the game's own (its CME backend), so ``Phi`` is built
+from the same numbers as the values; ``Phi`` is accumulated for groups of duels
+(p x duels x M at most ``_MAX_PHI_ELEMENTS``), coalitions in batches by one GEMM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from prefshap_core.compute import Compute
+from prefshap_core.explain.cme.base import unique_rows
+from prefshap_core.explain.games.base import DuelBatch
+from prefshap_core.explain.shapley.exact import exact_shapley_matrix
+from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.progress import checkpoint
+
+_MAX_PHI_ELEMENTS = 1 << 25  # (p, duels, M) float64 held at once: 256 MB
+_MAX_BRACKET_ELEMENTS = 1 << 24  # (coalitions, duels, M) brackets per GEMM: 128 MB
+
+
+@dataclass(frozen=True)
+class ValueSD:
+    values: np.ndarray  # (D, p) sd of each Shapley value
+    outputs: np.ndarray  # (D,) sd of v(full), the model output
+    base_values: np.ndarray  # (D,) sd of v(empty) (0 for items)
+
+
+def exact_value_sd(game, batch: DuelBatch, masks: np.ndarray, compute: Compute) -> ValueSD:
+    """sd of exact values of the item or context ``game`` for ``batch``'s duels.
+
+    ``masks``: all ``2^p`` coalitions in bit order (an exact ``CoalitionSet``).
+    """
+    fn: PreferenceFunction = game.fn
+    factor = compute.tensor(fn.require_posterior())
+    brackets = _ItemBrackets(game, batch) if game.what == "items" else _ContextBrackets(game, batch)
+    n_duels, m, p = batch.n_duels, fn.n_centres, masks.shape[1]
+    matrix = compute.tensor(exact_shapley_matrix(p))
+    sizes = masks.sum(1)
+    group = max(1, _MAX_PHI_ELEMENTS // max(1, p * m))
+    sd = np.zeros((n_duels, p))
+    for lo in range(0, n_duels, group):
+        rows = np.arange(lo, min(lo + group, n_duels))
+        empty, full = brackets.boundary(rows)  # (r, M) each
+        phi = torch.zeros((p, len(rows) * m), dtype=compute.torch_dtype, device=factor.device)
+        step = max(1, _MAX_BRACKET_ELEMENTS // max(1, len(rows) * m))
+        for start in range(0, len(masks), step):
+            checkpoint()
+            chunk = np.arange(start, min(start + step, len(masks)))
+            stack = torch.empty((len(chunk), len(rows), m), dtype=phi.dtype, device=phi.device)
+            proper = (sizes[chunk] > 0) & (sizes[chunk] < p)
+            stack[sizes[chunk] == 0] = empty
+            stack[sizes[chunk] == p] = full
+            if proper.any():
+                stack[torch.as_tensor(proper)] = brackets.coalitions(masks[chunk[proper]], rows)
+            phi += matrix[:, chunk] @ stack.reshape(len(chunk), -1)
+        phi_f = phi.reshape(p, len(rows), m) @ factor  # (p, r, rank)
+        sd[rows] = torch.linalg.vector_norm(phi_f, dim=2).T.cpu().numpy()
+    empty, full = brackets.boundary(np.arange(n_duels))
+    return ValueSD(sd, _norm(full @ factor), _norm(empty @ factor))
+
+
+def _norm(x: torch.Tensor) -> np.ndarray:
+    return torch.linalg.vector_norm(x, dim=1).cpu().numpy()
+
+
+class _ItemBrackets:
+    """beta_S(d) of the item game: its value function with alpha left out (C-GPM: averaged)."""
+
+    def __init__(self, game, batch: DuelBatch) -> None:
+        fn, c = game.fn, game.compute
+        self.fn, self.compute, self.batch = fn, c, batch
+        m = fn.n_centres
+        _, index = unique_rows(np.vstack([fn.centres_left, fn.centres_right]))
+        self.cl, self.cr = c.index(index[:m]), c.index(index[m:])
+        self.kappa = _context_average(fn, c)
+        self.embedding, self.universe = game.embedding, game.embedding.bind(batch.items)
+
+    def boundary(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        b, fn = self.batch, self.fn
+        full = fn.centre_brackets_on_pool(b.items, b.left[rows], b.right[rows], None, None,
+                                          self.compute)  # fmt: skip
+        return torch.zeros_like(full), full
+
+    def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        fn, c = self.fn, self.compute
+        out = []
+        for gamma, query_column in self.embedding.gammas(masks, self.universe):
+            a = c.index(query_column[self.batch.left[rows]])
+            b = c.index(query_column[self.batch.right[rows]])
+            gl, gr = gamma[self.cl], gamma[self.cr]  # (M, classes)
+            diff = gl - gr
+            utility = diff[:, a] - diff[:, b]
+            if fn.kind == "upm":
+                pair = utility
+            else:
+                pair = gl[:, a] * gr[:, b] - gl[:, b] * gr[:, a]
+                if fn.utility_weight != 0:
+                    pair = pair + fn.utility_weight * utility
+            if self.kappa is not None:
+                pair = pair * self.kappa[:, None]
+            out.append(pair.T)
+        return torch.stack(out)
+
+
+class _ContextBrackets:
+    """beta_S(d) of the context game: ``GammaU[cu_j, u_d] Xi_j(d)``."""
+
+    def __init__(self, game, batch: DuelBatch) -> None:
+        fn, c = game.fn, game.compute
+        self.fn, self.compute, self.batch = fn, c, batch
+        _, index = unique_rows(np.asarray(fn.centres_context))
+        self.cu = c.index(index)
+        self.embedding = game.embedding
+        self.universe = game.embedding.bind(np.asarray(batch.contexts))
+        self.xi = fn.centre_brackets_on_pool(
+            batch.items, batch.left, batch.right, None, None, c, context_factor=False
+        )  # (D, M)
+
+    def boundary(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        b, fn, c = self.batch, self.fn, self.compute
+        empty = fn.centre_brackets_on_pool(b.items, b.left[rows], b.right[rows], None, None, c)
+        full = fn.centre_brackets_on_pool(
+            b.items, b.left[rows], b.right[rows], b.contexts, b.context[rows], c
+        )
+        return empty, full
+
+    def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        c = self.compute
+        xi = self.xi[c.index(rows)]
+        out = []
+        for gamma, query_column in self.embedding.gammas(masks, self.universe):
+            u = c.index(query_column[self.batch.context[rows]])
+            out.append(gamma[self.cu][:, u].T * xi)
+        return torch.stack(out)
+
+
+def _context_average(fn: PreferenceFunction, compute: Compute) -> torch.Tensor | None:
+    """A C-GPM's per-centre context average ``mean_u k_U(u, cu_j)`` (None otherwise)."""
+    if fn.kind != "cgpm":
+        return None
+    assert fn.contexts is not None and fn.context_weights is not None
+    ku = fn.context_kernel_to_centres(fn.contexts, compute)
+    w = compute.tensor(fn.context_weights)
+    return (ku @ w) / w.sum()
