@@ -4,7 +4,7 @@ Contract (scripts call it exactly so):
 
     prefshap explain --model M.npz --duels DUELS.csv --out OUT.csv
         [--what items|context|sides|interactions] [--exact] [--samples N] [--seed S]
-        [--dtype float64|float32] [--device cpu|cuda]
+        [--uncertainty] [--dtype float64|float32] [--device cpu|cuda]
         [--cme-method auto|cholesky|cg|nystrom]
         [--scheduler tcp://HOST:8786 | --workers N] [--connect-timeout SECONDS]
 
@@ -16,7 +16,10 @@ category (e.g. ``surface`` = ``Clay`` for columns ``surface=Clay``, ...).
 OUT.csv: one row per input duel, in input order: ``left,right``, then ``duel_id`` and
 ``winner`` when DUELS.csv has them (as given), ``output,base_value``, one column per
 player (group name), then for sampled runs ``se:<player>`` (standard errors of the
-sampled values); values left-vs-right (positive favours left).
+sampled values); values left-vs-right (positive favours left). ``--uncertainty``
+(exact items or context): ``output_sd`` after ``base_value`` (and ``base_value_sd``
+for context), and one ``sd:<player>`` column per value column after any ``se:``
+columns: posterior standard deviations from the model file's ``posterior_factor``.
 
 ``--what sides``: each side's item groups are separate players, columns
 ``left:<group>`` for every group, then ``right:<group>`` (and ``se:left:<group>``,
@@ -94,6 +97,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--exact", action="store_true", help="enumerate every coalition")
     parser.add_argument("--samples", type=int, help="sampled coalitions (paired kernel sampling)")
     parser.add_argument("--seed", type=int, default=0, help="coalition sampling seed")
+    parser.add_argument(
+        "--uncertainty",
+        action="store_true",
+        help="also the posterior sd of the output and of every value (output_sd, "
+        "sd:<player>; needs a model file with a posterior, exact items or context)",
+    )
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument(
@@ -170,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
         check_interaction_groups(fn.item_space.n_groups)
     if args.what == "context" and fn.kind != "cgpm":
         raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
+    if args.uncertainty:
+        _check_uncertainty(args, fn)
     for old, new in fn.metadata.get("renamed_players", {}).items():
         print(
             f"prefshap explain: note: player '{old}' is called '{new}' in {args.out}: "
@@ -232,6 +243,7 @@ def _explanation(
         cme=cme_options(args.cme_method),
         factor_cache_bytes=ONE_SHOT,
         executor=executor,
+        uncertainty=args.uncertainty,
     )
     contexts = _contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
     expl = Explainer(fn, options, compute=compute)(
@@ -249,6 +261,21 @@ def _explanation(
         "cme_method": expl.meta.get("cme", {}).get("method"),
         "max_efficiency_gap": expl.efficiency_gap(),
     }
+
+
+def _check_uncertainty(args: argparse.Namespace, fn: PreferenceFunction) -> None:
+    """--uncertainty's conditions, checked before any work."""
+    if args.what in ("sides", "interactions"):
+        raise ValueError(f"--uncertainty is not yet supported with --what {args.what}")
+    if args.samples is not None:
+        raise ValueError("--uncertainty needs exact values: drop --samples")
+    if fn.posterior_factor is None:
+        loss = fn.metadata.get("loss")
+        why = " (squared-loss models have none)" if loss == "squared" else ""
+        raise ValueError(
+            f"--uncertainty: {Path(args.model).name} has no posterior{why}; "
+            "retrain it with the logistic loss to get one"
+        )
 
 
 def _interactions(
