@@ -12,6 +12,7 @@ import pytest
 from prefshap_core.cli import main
 from prefshap_core.data.build import build_duel_data
 from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain.uncertainty import interaction_sd
 from prefshap_core.models.estimators import GPM
 from prefshap_core.models.model_file import load_model, save_model
 from prefshap_core.paths import repo_root
@@ -84,10 +85,29 @@ def test_uncertainty_needs_a_posterior(model_files, duels_csv, tmp_path, capsys)
     assert _explain(tmp_path / "old.npz", duels_csv, tmp_path / "o.csv", "--uncertainty") == 2
     assert "retrain" in capsys.readouterr().err
     assert _explain(tmp_path / "old.npz", duels_csv, tmp_path / "o.csv") == 0  # as today
-    for what in ("sides", "interactions"):
-        code = _explain(model_files["gpm"], duels_csv, tmp_path / "o.csv", "--what", what,
-                        "--uncertainty")  # fmt: skip
-        assert code == 2 and "not yet supported" in capsys.readouterr().err
+    code = _explain(model_files["gpm"], duels_csv, tmp_path / "o.csv", "--what", "sides",
+                    "--uncertainty")  # fmt: skip
+    assert code == 2 and "not yet supported with --what sides" in capsys.readouterr().err
+
+
+def test_interaction_uncertainty_columns(model_files, duels_csv, tmp_path):
+    model = model_files["gpm"]
+    plain, with_sd = tmp_path / "plain.csv", tmp_path / "sd.csv"
+    assert _explain(model, duels_csv, plain, "--what", "interactions") == 0
+    assert _explain(model, duels_csv, with_sd, "--what", "interactions", "--uncertainty") == 0
+    a, b = pd.read_csv(plain), pd.read_csv(with_sd)
+    pairs = [c for c in a.columns if "*" in c]
+    at = list(a.columns).index("base_value") + 1
+    assert list(b.columns) == [*a.columns[:at], "output_sd", *a.columns[at:],
+                               *(f"sd:{p}" for p in pairs)]  # fmt: skip
+    pd.testing.assert_frame_equal(a, b[a.columns])
+    fn = load_model(model)
+    table = pd.read_csv(duels_csv)
+    sd = interaction_sd(Explainer(fn), table["left"].to_numpy(str), table["right"].to_numpy(str))
+    np.testing.assert_allclose(b[[f"sd:{p}" for p in pairs]], sd.values, rtol=1e-12)
+    np.testing.assert_allclose(b["output_sd"], fn.decision_sd_on_pool(
+        fn.items, *[np.searchsorted(fn.item_ids, table[s]) for s in ("left", "right")]
+    ), rtol=1e-10)  # fmt: skip
 
 
 def _cycles(capsys, *args):

@@ -14,8 +14,10 @@ import pytest
 
 from prefshap_core.errors import NotFittedError
 from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain.interaction_explanation import explain_interactions
 from prefshap_core.explain.options import CGOptions
 from prefshap_core.explain.reference import random_preference_function
+from prefshap_core.explain.uncertainty import interaction_sd
 
 ITEM_GROUPS = [("a", 1), ("type", 3), ("b", 1)]
 CONTEXT_GROUPS = [("indoor", 1), ("surface", 3), ("altitude", 1)]
@@ -140,3 +142,18 @@ def test_key_unchanged_without_uncertainty_and_changed_with_it():
         assert option.key() == KEYS_BEFORE[name]
         with_sd = replace(option, uncertainty=True)
         assert with_sd.key() != option.key() and '"uncertainty": true' in with_sd.key()
+
+
+@pytest.mark.parametrize("kind, weight", [("gpm", 0.7), ("upm", 0.0), ("cgpm", 0.5)])
+def test_interaction_sds_equal_the_brute_force_reference(kind, weight):
+    fn, left, right, _ = make(kind, weight, seed=2)
+    sd = interaction_sd(Explainer(fn), left, right)
+    m = fn.n_centres
+    parts = [explain_interactions(replace(fn, alpha=np.eye(m)[j], posterior_factor=None),
+                                  left, right) for j in range(m)]  # fmt: skip
+    phi = np.stack([p.values for p in parts], axis=2)
+    outputs = np.stack([p.outputs for p in parts], axis=1)
+    sigma = fn.posterior_factor @ fn.posterior_factor.T
+    assert sd.values.shape == parts[0].values.shape
+    assert relative(sd.values, quadratic_sd(phi, sigma)) < 1e-8
+    assert relative(sd.outputs, quadratic_sd(outputs, sigma)) < 1e-8

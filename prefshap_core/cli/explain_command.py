@@ -19,7 +19,9 @@ player (group name), then for sampled runs ``se:<player>`` (standard errors of t
 sampled values); values left-vs-right (positive favours left). ``--uncertainty``
 (exact items or context): ``output_sd`` after ``base_value`` (and ``base_value_sd``
 for context), and one ``sd:<player>`` column per value column after any ``se:``
-columns: posterior standard deviations from the model file's ``posterior_factor``.
+columns: posterior standard deviations from the model file's ``posterior_factor``;
+with ``--what interactions`` likewise (``output_sd``, ``sd:<a>*<b>``); not yet with
+``--what sides``.
 
 ``--what sides``: each side's item groups are separate players, columns
 ``left:<group>`` for every group, then ``right:<group>`` (and ``se:left:<group>``,
@@ -77,6 +79,7 @@ from prefshap_core.explain.interaction_explanation import (
 )
 from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
 from prefshap_core.explain.options import CME_METHODS
+from prefshap_core.explain.uncertainty import interaction_sd
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -265,8 +268,8 @@ def _explanation(
 
 def _check_uncertainty(args: argparse.Namespace, fn: PreferenceFunction) -> None:
     """--uncertainty's conditions, checked before any work."""
-    if args.what in ("sides", "interactions"):
-        raise ValueError(f"--uncertainty is not yet supported with --what {args.what}")
+    if args.what == "sides":
+        raise ValueError("--uncertainty is not yet supported with --what sides")
     if args.samples is not None:
         raise ValueError("--uncertainty needs exact values: drop --samples")
     if fn.posterior_factor is None:
@@ -293,16 +296,23 @@ def _interactions(
         factor_cache_bytes=ONE_SHOT,
         executor=executor,
     )
+    explainer = Explainer(fn, options, compute=compute)
     inter = explain_interactions(
         fn,
         duels.left,
         duels.right,
         winners=duels.winners,
         duel_ids=duels.ids,
-        explainer=Explainer(fn, options, compute=compute),
+        explainer=explainer,
         progress=stderr_progress(args.quiet),
     )
-    return interaction_table(inter, table), {
+    out = interaction_table(inter, table)
+    if args.uncertainty:
+        sd = interaction_sd(explainer, duels.left, duels.right)
+        out.insert(out.columns.get_loc("base_value") + 1, "output_sd", sd.outputs)
+        for k, name in enumerate(inter.pair_names):
+            out[f"sd:{name}"] = sd.values[:, k]
+    return out, {
         "players": list(inter.player_names),
         "pairs": inter.pair_names,
         "shapley": "exact",

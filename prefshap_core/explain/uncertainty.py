@@ -39,16 +39,27 @@ class ValueSD:
     base_values: np.ndarray  # (D,) sd of v(empty) (0 for items)
 
 
-def exact_value_sd(game, batch: DuelBatch, masks: np.ndarray, compute: Compute) -> ValueSD:
+def exact_value_sd(
+    game,
+    batch: DuelBatch,
+    masks: np.ndarray,
+    compute: Compute,
+    linear_map: np.ndarray | None = None,
+) -> ValueSD:
     """sd of exact values of the item or context ``game`` for ``batch``'s duels.
 
-    ``masks``: all ``2^p`` coalitions in bit order (an exact ``CoalitionSet``).
+    ``masks``: all ``2^p`` coalitions in bit order (an exact ``CoalitionSet``);
+    ``linear_map``: (k, 2^p) from coalition values to the values asked for (default
+    the Shapley values' :func:`exact_shapley_matrix`; interactions: theirs).
     """
     fn: PreferenceFunction = game.fn
     factor = compute.tensor(fn.require_posterior())
     brackets = _ItemBrackets(game, batch) if game.what == "items" else _ContextBrackets(game, batch)
-    n_duels, m, p = batch.n_duels, fn.n_centres, masks.shape[1]
-    matrix = compute.tensor(exact_shapley_matrix(p))
+    n_duels, m = batch.n_duels, fn.n_centres
+    if linear_map is None:
+        linear_map = exact_shapley_matrix(masks.shape[1])
+    matrix = compute.tensor(np.array(linear_map))  # a copy: the interactions' is read-only
+    p, n_players = matrix.shape[0], masks.shape[1]
     sizes = masks.sum(1)
     group = max(1, _MAX_PHI_ELEMENTS // max(1, p * m))
     sd = np.zeros((n_duels, p))
@@ -61,9 +72,9 @@ def exact_value_sd(game, batch: DuelBatch, masks: np.ndarray, compute: Compute) 
             checkpoint()
             chunk = np.arange(start, min(start + step, len(masks)))
             stack = torch.empty((len(chunk), len(rows), m), dtype=phi.dtype, device=phi.device)
-            proper = (sizes[chunk] > 0) & (sizes[chunk] < p)
+            proper = (sizes[chunk] > 0) & (sizes[chunk] < n_players)
             stack[sizes[chunk] == 0] = empty
-            stack[sizes[chunk] == p] = full
+            stack[sizes[chunk] == n_players] = full
             if proper.any():
                 stack[torch.as_tensor(proper)] = brackets.coalitions(masks[chunk[proper]], rows)
             phi += matrix[:, chunk] @ stack.reshape(len(chunk), -1)
@@ -156,3 +167,25 @@ def _context_average(fn: PreferenceFunction, compute: Compute) -> torch.Tensor |
     ku = fn.context_kernel_to_centres(fn.contexts, compute)
     w = compute.tensor(fn.context_weights)
     return (ku @ w) / w.sum()
+
+
+def interaction_sd(explainer, left: np.ndarray, right: np.ndarray) -> ValueSD:
+    """sd of the exact pairwise interactions (and of g) for duels given as the explainer's.
+
+    ``explainer``: an item :class:`Explainer`; values in input order (sds have no sign).
+    """
+    from prefshap_core.explain.duels import canonical_duels, resolve_side
+    from prefshap_core.explain.interactions import exact_interaction_matrix
+    from prefshap_core.explain.shapley import all_coalitions
+
+    fn = explainer.function
+    with explainer._lock:
+        rows_l = resolve_side(fn, left, "left").rows
+        rows_r = resolve_side(fn, right, "right").rows
+        canon = canonical_duels(rows_l, rows_r, None)
+        game = explainer._ensure_game(canon)
+        p = game.space.n_groups
+        sd = exact_value_sd(game, canon.batch, all_coalitions(p).masks, explainer.compute,
+                            exact_interaction_matrix(p))  # fmt: skip
+    inverse = canon.inverse
+    return ValueSD(sd.values[inverse], sd.outputs[inverse], sd.base_values[inverse])
