@@ -85,9 +85,23 @@ def test_uncertainty_needs_a_posterior(model_files, duels_csv, tmp_path, capsys)
     assert _explain(tmp_path / "old.npz", duels_csv, tmp_path / "o.csv", "--uncertainty") == 2
     assert "retrain" in capsys.readouterr().err
     assert _explain(tmp_path / "old.npz", duels_csv, tmp_path / "o.csv") == 0  # as today
-    code = _explain(model_files["gpm"], duels_csv, tmp_path / "o.csv", "--what", "sides",
+    code = _explain(model_files["gpm"], duels_csv, tmp_path / "o.csv", "--samples", 64,
                     "--uncertainty")  # fmt: skip
-    assert code == 2 and "not yet supported with --what sides" in capsys.readouterr().err
+    assert code == 2 and "needs exact values" in capsys.readouterr().err
+
+
+def test_side_uncertainty_columns(model_files, duels_csv, tmp_path):
+    model = model_files["gpm"]
+    plain, with_sd = tmp_path / "plain.csv", tmp_path / "sd.csv"
+    assert _explain(model, duels_csv, plain, "--what", "sides") == 0
+    assert _explain(model, duels_csv, with_sd, "--what", "sides", "--uncertainty") == 0
+    a, b = pd.read_csv(plain), pd.read_csv(with_sd)
+    players = [c for c in a.columns if c.startswith(("left:", "right:"))]
+    at = list(a.columns).index("base_value") + 1
+    assert list(b.columns) == [*a.columns[:at], "output_sd", *a.columns[at:],
+                               *(f"sd:{p}" for p in players)]  # fmt: skip
+    assert players[0].startswith("left:") and (b[[f"sd:{p}" for p in players]] > 0).all().all()
+    pd.testing.assert_frame_equal(a, b[a.columns])
 
 
 def test_interaction_uncertainty_columns(model_files, duels_csv, tmp_path):

@@ -116,12 +116,24 @@ def test_without_a_posterior_asking_for_uncertainty_says_retrain():
     assert Explainer(plain)(left, right).sd is None  # explains as before
 
 
-def test_sampled_and_sides_are_refused_clearly():
+def test_sampled_values_are_refused_clearly():
     fn, left, right, _ = make("gpm", 0.0)
-    for options in (ExplainOptions(uncertainty=True, max_exact_players=0, n_samples=4),
-                    ExplainOptions(what="sides", uncertainty=True)):  # fmt: skip
-        with pytest.raises(ValueError, match="not yet supported"):
-            Explainer(fn, options)(left, right)
+    options = ExplainOptions(uncertainty=True, max_exact_players=0, n_samples=4)
+    with pytest.raises(ValueError, match="not yet supported for sampled values"):
+        Explainer(fn, options)(left, right)
+
+
+@pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 0.7), ("upm", 0.0), ("cgpm", 0.5)])
+def test_side_sds_equal_the_brute_force_reference(kind, weight):
+    fn, left, right, _ = make(kind, weight, seed=3)
+    e = Explainer(fn, ExplainOptions(what="sides", uncertainty=True))(left, right)
+    phi, outputs, _ = brute_force(fn, "sides", left, right, None)
+    sigma = fn.posterior_factor @ fn.posterior_factor.T
+    assert e.sd.shape == e.values.shape == (7, 6)
+    assert relative(e.sd, quadratic_sd(phi, sigma)) < 1e-8
+    assert relative(e.output_sd, quadratic_sd(outputs, sigma)) < 1e-8
+    swapped = Explainer(fn, ExplainOptions(what="sides", uncertainty=True))(right, left)
+    np.testing.assert_allclose(swapped.sd, e.sd[:, [3, 4, 5, 0, 1, 2]], rtol=1e-12)
 
 
 # key() strings computed before the uncertainty field existed: unchanged by it.

@@ -20,8 +20,7 @@ sampled values); values left-vs-right (positive favours left). ``--uncertainty``
 (exact items or context): ``output_sd`` after ``base_value`` (and ``base_value_sd``
 for context), and one ``sd:<player>`` column per value column after any ``se:``
 columns: posterior standard deviations from the model file's ``posterior_factor``;
-with ``--what interactions`` likewise (``output_sd``, ``sd:<a>*<b>``); not yet with
-``--what sides``.
+``--what sides`` and ``interactions`` likewise (``sd:left:<g>``, ``sd:<a>*<b>``).
 
 ``--what sides``: each side's item groups are separate players, columns
 ``left:<group>`` for every group, then ``right:<group>`` (and ``se:left:<group>``,
@@ -104,7 +103,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--uncertainty",
         action="store_true",
         help="also the posterior sd of the output and of every value (output_sd, "
-        "sd:<player>; needs a model file with a posterior, exact items or context)",
+        "sd:<player>; needs a model file with a posterior and exact values)",
     )
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -268,8 +267,6 @@ def _explanation(
 
 def _check_uncertainty(args: argparse.Namespace, fn: PreferenceFunction) -> None:
     """--uncertainty's conditions, checked before any work."""
-    if args.what == "sides":
-        raise ValueError("--uncertainty is not yet supported with --what sides")
     if args.samples is not None:
         raise ValueError("--uncertainty needs exact values: drop --samples")
     if fn.posterior_factor is None:

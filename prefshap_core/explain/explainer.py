@@ -193,15 +193,17 @@ class Explainer:
         if not self.options.uncertainty:
             return {}
         self.function.require_posterior()
-        if self.options.what == "sides" or not isinstance(coalitions, CoalitionSet):
-            raise ValueError(
-                "uncertainty is not yet supported for sampled values or --what sides: "
-                "explain exactly (items or context)"
-            )
+        if not isinstance(coalitions, CoalitionSet):
+            raise ValueError("uncertainty is not yet supported for sampled values: explain exactly")
         assert self._game is not None
         sd = exact_value_sd(self._game, canon.batch, coalitions.masks, self.compute)
+        values = sd.values[canon.inverse]
+        swap = getattr(self._game, "side_swap", None)
+        if swap is not None:  # a swapped duel also exchanges the sides' players
+            flip = canon.sign < 0
+            values[flip] = values[flip][:, swap]
         return {
-            "sd": sd.values[canon.inverse],
+            "sd": values,
             "output_sd": sd.outputs[canon.inverse],
             "base_value_sd": sd.base_values[canon.inverse],
         }

@@ -24,7 +24,9 @@ import torch
 from prefshap_core.compute import Compute
 from prefshap_core.explain.cme.base import unique_rows
 from prefshap_core.explain.games.base import DuelBatch
+from prefshap_core.explain.shapley.coalitions import bits_from_masks, masks_from_bits
 from prefshap_core.explain.shapley.exact import exact_shapley_matrix
+from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import checkpoint
 
@@ -54,14 +56,16 @@ def exact_value_sd(
     """
     fn: PreferenceFunction = game.fn
     factor = compute.tensor(fn.require_posterior())
-    brackets = _ItemBrackets(game, batch) if game.what == "items" else _ContextBrackets(game, batch)
+    kinds = {"items": _ItemBrackets, "context": _ContextBrackets, "sides": _SidesBrackets}
+    brackets = kinds[game.what](game, batch)
     n_duels, m = batch.n_duels, fn.n_centres
     if linear_map is None:
         linear_map = exact_shapley_matrix(masks.shape[1])
     matrix = compute.tensor(np.array(linear_map))  # a copy: the interactions' is read-only
     p, n_players = matrix.shape[0], masks.shape[1]
     sizes = masks.sum(1)
-    group = max(1, _MAX_PHI_ELEMENTS // max(1, p * m))
+    per_duel = p * m + getattr(brackets, "elements_per_duel", 0)
+    group = max(1, _MAX_PHI_ELEMENTS // max(1, per_duel))
     sd = np.zeros((n_duels, p))
     for lo in range(0, n_duels, group):
         rows = np.arange(lo, min(lo + group, n_duels))
@@ -121,6 +125,82 @@ class _ItemBrackets:
                 pair = gl[:, a] * gr[:, b] - gl[:, b] * gr[:, a]
                 if fn.utility_weight != 0:
                     pair = pair + fn.utility_weight * utility
+            if self.kappa is not None:
+                pair = pair * self.kappa[:, None]
+            out.append(pair.T)
+        return torch.stack(out)
+
+
+class _SidesBrackets:
+    """beta_(S_l, S_r)(d) of the side game: its value function with alpha left out.
+
+    ``L = G_{S_l}(centres, x_l)``, ``R = G_{S_r}(centres, x_r)`` (boundary side
+    coalitions by definition: the mean embedding and ``K``), and per centre
+    ``kappa_j [L(cl_j) R(cr_j) - R(cl_j) L(cr_j) + c (L(cl_j) - L(cr_j) - R(cl_j) + R(cr_j))]``
+    (UPM: no product term, c = 1). Every side coalition's embedding is gathered at the
+    group's duels once.
+    """
+
+    def __init__(self, game, batch: DuelBatch) -> None:
+        fn, c = game.fn, game.compute
+        self.game, self.fn, self.compute, self.batch = game, fn, c, batch
+        m = fn.n_centres
+        centre_rows, index = unique_rows(np.vstack([fn.centres_left, fn.centres_right]))
+        self.cl, self.cr = c.index(index[:m]), c.index(index[m:])
+        self.kappa = _context_average(fn, c)
+        self.n_groups = game.n_groups
+        self.embedding = game.items.embedding
+        self.universe = self.embedding.bind(batch.items)
+        self.full = rbf_gram(
+            c.tensor(centre_rows), c.tensor(batch.items), c.tensor(fn.lengthscales)
+        )
+        self.elements_per_duel = 2 * 2**self.n_groups * len(centre_rows)
+        self._gathered: tuple[int, torch.Tensor, torch.Tensor] | None = None
+
+    def boundary(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        b, fn = self.batch, self.fn
+        full = fn.centre_brackets_on_pool(b.items, b.left[rows], b.right[rows], None, None,
+                                          self.compute)  # fmt: skip
+        return torch.zeros_like(full), full
+
+    def _sides(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """(2^p, n_rows, r) every side coalition's embedding at the left / right items."""
+        if self._gathered is not None and self._gathered[0] == int(rows[0]):
+            return self._gathered[1], self._gathered[2]
+        c, p = self.compute, self.n_groups
+        a, b = c.index(self.batch.left[rows]), c.index(self.batch.right[rows])
+        masks = masks_from_bits(np.arange(2**p), p)
+        left, right = [], []
+        proper = iter(self.embedding.gammas(masks[1:-1], self.universe)) if p > 1 else iter(())
+        for code in range(2**p):
+            if code == 0:
+                mean = self.game._mean_embedding[:, None]
+                left.append(mean.expand(-1, len(rows)))
+                right.append(mean.expand(-1, len(rows)))
+                continue
+            if code == 2**p - 1:
+                gamma, column = self.full, np.arange(len(self.batch.items))
+            else:
+                gamma, column = next(proper)
+            col = c.index(column)
+            left.append(gamma[:, col[a]])
+            right.append(gamma[:, col[b]])
+        self._gathered = (int(rows[0]), torch.stack(left), torch.stack(right))
+        return self._gathered[1], self._gathered[2]
+
+    def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        fn, p = self.fn, self.n_groups
+        left_all, right_all = self._sides(rows)
+        weight = 1.0 if fn.kind == "upm" else float(fn.utility_weight)
+        out = []
+        for code_l, code_r in zip(bits_from_masks(masks[:, :p]), bits_from_masks(masks[:, p:]),
+                                  strict=True):  # fmt: skip
+            big_l, big_r = left_all[int(code_l)], right_all[int(code_r)]
+            ll, lr = big_l[self.cl], big_l[self.cr]  # L(cl_j), L(cr_j): (M, r)
+            rl, rr = big_r[self.cl], big_r[self.cr]
+            pair = weight * ((ll - lr) - (rl - rr))
+            if fn.kind != "upm":
+                pair = ll * rr - rl * lr + pair
             if self.kappa is not None:
                 pair = pair * self.kappa[:, None]
             out.append(pair.T)
