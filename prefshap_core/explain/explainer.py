@@ -63,6 +63,7 @@ from prefshap_core.explain.shapley import (
 )
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
 from prefshap_core.explain.uncertainty import exact_value_sd
+from prefshap_core.explain.uncertainty_pass import SdTracker
 from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress, ensure_progress
 
@@ -148,9 +149,15 @@ class Explainer:
             exact = isinstance(coalitions, CoalitionSet)
             estimator = ExactShapley(coalitions) if exact else SampledShapley(coalitions)
             stage = f"explaining {options.what} features"
-            base_u, outputs_u, (phi_u, se_u) = self._run(
-                canon, coalitions, estimator, progress, stage
-            )
+            tracker = self._tracker(coalitions)
+            try:
+                base_u, outputs_u, (phi_u, se_u) = self._run(
+                    canon, coalitions, estimator, progress, stage, tracker
+                )
+            finally:
+                if tracker is not None:
+                    self._game = game
+            watched = None if tracker is None else tracker.finish(len(canon.batch.left))
         sign = canon.sign
         values = phi_u[canon.inverse] * sign[:, None]
         standard_errors = se_u[canon.inverse]
@@ -159,7 +166,7 @@ class Explainer:
             flip = sign < 0
             values[flip] = values[flip][:, swap]
             standard_errors[flip] = standard_errors[flip][:, swap]
-        uncertainty = self._uncertainty(canon, coalitions)
+        uncertainty = self._uncertainty(canon, coalitions, watched)
         space = game.space
         if options.what == "items":
             data, labels = player_differences(space, left_side.rows, right_side.rows)
@@ -188,15 +195,29 @@ class Explainer:
             **uncertainty,
         )
 
-    def _uncertainty(self, canon: CanonicalDuels, coalitions: Any) -> dict[str, np.ndarray]:
-        """sd, output_sd, base_value_sd per input duel when asked for (sign-free)."""
-        if not self.options.uncertainty:
-            return {}
+    def _tracker(self, coalitions: Any) -> SdTracker | None:
+        """Watches the pass for the sds (exact items / context values in this process)."""
+        options = self.options
+        if not options.uncertainty:
+            return None
         self.function.require_posterior()
         if not isinstance(coalitions, CoalitionSet):
             raise ValueError("uncertainty is not yet supported for sampled values: explain exactly")
+        if options.executor is not None or options.what == "sides":
+            return None  # a second pass embeds the coalitions again (exact_value_sd)
         assert self._game is not None
-        sd = exact_value_sd(self._game, canon.batch, coalitions.masks, self.compute)
+        tracker = SdTracker(self._game, self.compute, coalitions.n_players)
+        self._game = tracker.watch()
+        return tracker
+
+    def _uncertainty(
+        self, canon: CanonicalDuels, coalitions: Any, watched: Any = None
+    ) -> dict[str, np.ndarray]:
+        """sd, output_sd, base_value_sd per input duel when asked for (sign-free)."""
+        if not self.options.uncertainty:
+            return {}
+        assert self._game is not None
+        sd = watched or exact_value_sd(self._game, canon.batch, coalitions.masks, self.compute)
         values = sd.values[canon.inverse]
         swap = getattr(self._game, "side_swap", None)
         if swap is not None:  # a swapped duel also exchanges the sides' players
@@ -322,8 +343,13 @@ class Explainer:
         estimator: Any,
         progress: Progress,
         stage: str,
+        tracker: SdTracker | None = None,
     ) -> tuple[np.ndarray, np.ndarray, Any]:
-        """Boundary values and the estimator's result for every distinct duel."""
+        """Boundary values and the estimator's result for every distinct duel.
+
+        ``tracker``: sds are collected too, so duel groups are also bounded by its
+        per-centre values (p x duels x M; the split changes no number).
+        """
         assert self._game is not None and self._backend is not None
         game, options = self._game, self.options
         self._backend.begin_call()
@@ -339,7 +365,10 @@ class Explainer:
             else default_task_coalitions(coalitions.n_coalitions, coalitions.n_players)
         )
         slices = coalition_slices(coalitions.n_coalitions, per_task)
-        groups = _duel_groups(len(v_full), coalitions.n_coalitions)
+        width = coalitions.n_coalitions
+        if tracker is not None:
+            width = max(width, coalitions.n_players * self.function.n_centres)
+        groups = _duel_groups(len(v_full), width)
         results = []
         for g, rows in enumerate(groups):
             span = progress.span(g / len(groups), (g + 1) / len(groups))

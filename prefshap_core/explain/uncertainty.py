@@ -30,7 +30,7 @@ from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import checkpoint
 
-_MAX_PHI_ELEMENTS = 1 << 25  # (p, duels, M) float64 held at once: 256 MB
+MAX_PHI_ELEMENTS = 1 << 25  # (p, duels, M) float64 held at once: 256 MB
 _MAX_BRACKET_ELEMENTS = 1 << 24  # (coalitions, duels, M) brackets per GEMM: 128 MB
 
 
@@ -56,8 +56,7 @@ def exact_value_sd(
     """
     fn: PreferenceFunction = game.fn
     factor = compute.tensor(fn.require_posterior())
-    kinds = {"items": _ItemBrackets, "context": _ContextBrackets, "sides": _SidesBrackets}
-    brackets = kinds[game.what](game, batch)
+    brackets = BRACKETS[game.what](game, batch)
     n_duels, m = batch.n_duels, fn.n_centres
     if linear_map is None:
         linear_map = exact_shapley_matrix(masks.shape[1])
@@ -65,7 +64,7 @@ def exact_value_sd(
     p, n_players = matrix.shape[0], masks.shape[1]
     sizes = masks.sum(1)
     per_duel = p * m + getattr(brackets, "elements_per_duel", 0)
-    group = max(1, _MAX_PHI_ELEMENTS // max(1, per_duel))
+    group = max(1, MAX_PHI_ELEMENTS // max(1, per_duel))
     sd = np.zeros((n_duels, p))
     for lo in range(0, n_duels, group):
         rows = np.arange(lo, min(lo + group, n_duels))
@@ -102,7 +101,13 @@ class _ItemBrackets:
         _, index = unique_rows(np.vstack([fn.centres_left, fn.centres_right]))
         self.cl, self.cr = c.index(index[:m]), c.index(index[m:])
         self.kappa = _context_average(fn, c)
-        self.embedding, self.universe = game.embedding, game.embedding.bind(batch.items)
+        self.embedding, self._universe = game.embedding, None
+
+    @property
+    def universe(self):
+        if self._universe is None:  # bound only when this pass solves its own embeddings
+            self._universe = self.embedding.bind(self.batch.items)
+        return self._universe
 
     def boundary(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         b, fn = self.batch, self.fn
@@ -111,24 +116,37 @@ class _ItemBrackets:
         return torch.zeros_like(full), full
 
     def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        return self.from_gammas(self.embedding.gammas(masks, self.universe), rows)
+
+    def from_gammas(
+        self, gammas, rows: np.ndarray, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(K, r, M) brackets from the coalitions' (Gamma, query column) pairs (into ``out``).
+
+        Gathered duel rows first (``Gamma^T[a]``: contiguous rows), then the centres'
+        columns: the same products as the value function, laid out (duels, M).
+        """
         fn, c = self.fn, self.compute
-        out = []
-        for gamma, query_column in self.embedding.gammas(masks, self.universe):
-            a = c.index(query_column[self.batch.left[rows]])
-            b = c.index(query_column[self.batch.right[rows]])
-            gl, gr = gamma[self.cl], gamma[self.cr]  # (M, classes)
-            diff = gl - gr
-            utility = diff[:, a] - diff[:, b]
+        m = fn.n_centres
+        if out is None:
+            out = torch.empty((len(gammas), len(rows), m), dtype=c.torch_dtype,
+                              device=c.torch_device)  # fmt: skip
+        for k, (gamma, query_column) in enumerate(gammas):
+            g_t = gamma.T.contiguous()  # (classes, centre rows)
+            at_a = g_t[c.index(query_column[self.batch.left[rows]])]  # (r, centre rows)
+            at_b = g_t[c.index(query_column[self.batch.right[rows]])]
+            a_l, a_r = at_a[:, self.cl], at_a[:, self.cr]  # G(cl_j, a), G(cr_j, a): (r, M)
+            b_l, b_r = at_b[:, self.cl], at_b[:, self.cr]
+            pair = out[k]
             if fn.kind == "upm":
-                pair = utility
+                torch.sub(a_l - a_r, b_l - b_r, out=pair)
             else:
-                pair = gl[:, a] * gr[:, b] - gl[:, b] * gr[:, a]
+                torch.sub(a_l * b_r, b_l * a_r, out=pair)
                 if fn.utility_weight != 0:
-                    pair = pair + fn.utility_weight * utility
+                    pair += fn.utility_weight * ((a_l - a_r) - (b_l - b_r))
             if self.kappa is not None:
-                pair = pair * self.kappa[:, None]
-            out.append(pair.T)
-        return torch.stack(out)
+                pair *= self.kappa[None, :]
+        return out
 
 
 class _SidesBrackets:
@@ -215,8 +233,7 @@ class _ContextBrackets:
         self.fn, self.compute, self.batch = fn, c, batch
         _, index = unique_rows(np.asarray(fn.centres_context))
         self.cu = c.index(index)
-        self.embedding = game.embedding
-        self.universe = game.embedding.bind(np.asarray(batch.contexts))
+        self.embedding, self._universe = game.embedding, None
         self.xi = fn.centre_brackets_on_pool(
             batch.items, batch.left, batch.right, None, None, c, context_factor=False
         )  # (D, M)
@@ -229,14 +246,30 @@ class _ContextBrackets:
         )
         return empty, full
 
+    @property
+    def universe(self):
+        if self._universe is None:
+            self._universe = self.embedding.bind(np.asarray(self.batch.contexts))
+        return self._universe
+
     def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        return self.from_gammas(self.embedding.gammas(masks, self.universe), rows)
+
+    def from_gammas(
+        self, gammas, rows: np.ndarray, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(K, r, M) ``GammaU[cu_j, u_d] Xi_j(d)`` (into ``out``)."""
         c = self.compute
         xi = self.xi[c.index(rows)]
-        out = []
-        for gamma, query_column in self.embedding.gammas(masks, self.universe):
+        if out is None:
+            out = torch.empty((len(gammas), *xi.shape), dtype=xi.dtype, device=xi.device)
+        for k, (gamma, query_column) in enumerate(gammas):
             u = c.index(query_column[self.batch.context[rows]])
-            out.append(gamma[self.cu][:, u].T * xi)
-        return torch.stack(out)
+            torch.mul(gamma.T.contiguous()[u][:, self.cu], xi, out=out[k])
+        return out
+
+
+BRACKETS = {"items": _ItemBrackets, "context": _ContextBrackets, "sides": _SidesBrackets}
 
 
 def _context_average(fn: PreferenceFunction, compute: Compute) -> torch.Tensor | None:
