@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from prefshap_core.compute import Compute
 from prefshap_core.errors import NotFittedError
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.interaction_explanation import explain_interactions
@@ -169,3 +170,42 @@ def test_interaction_sds_equal_the_brute_force_reference(kind, weight):
     assert sd.values.shape == parts[0].values.shape
     assert relative(sd.values, quadratic_sd(phi, sigma)) < 1e-8
     assert relative(sd.outputs, quadratic_sd(outputs, sigma)) < 1e-8
+
+
+def test_one_player_and_many_duel_groups_give_the_same_sds(monkeypatch):
+    """The watched pass against the separate one (exact_value_sd), and across duel groups."""
+    from prefshap_core.explain import duel_groups
+    from prefshap_core.explain.uncertainty import exact_value_sd
+
+    fn, left, right, contexts = make("cgpm", 0.5, seed=5)
+    for what in ("items", "context"):
+        e = Explainer(fn, ExplainOptions(what=what, uncertainty=True))(
+            left, right, contexts=contexts
+        )
+        monkeypatch.setattr(duel_groups, "_MAX_VALUES_IN_MEMORY", 40)  # groups of a few duels
+        split = Explainer(fn, ExplainOptions(what=what, uncertainty=True))(
+            left, right, contexts=contexts
+        )
+        monkeypatch.undo()
+        np.testing.assert_allclose(split.sd, e.sd, rtol=1e-10, atol=1e-14)
+        explainer = Explainer(fn, ExplainOptions(what=what))
+        explainer(left, right, contexts=contexts)
+        from prefshap_core.explain.duels import canonical_duels
+        from prefshap_core.explain.shapley import all_coalitions
+
+        ctx = contexts if what == "context" else None
+        canon = canonical_duels(fn.items[left], fn.items[right], ctx)
+        sd = exact_value_sd(explainer._game, canon.batch, all_coalitions(3).masks, Compute())
+        np.testing.assert_allclose(sd.values[canon.inverse], e.sd, rtol=1e-10, atol=1e-14)
+    one = random_preference_function(
+        "cgpm", n_items=8, n_centres=6, groups=ITEM_GROUPS, context_groups=[("indoor", 1)],
+        n_contexts=2, seed=1,
+    )  # fmt: skip
+    one = replace(one, posterior_factor=np.ones((6, 2)))
+    ctx = one.contexts[[0, 1, 1]]
+    e = Explainer(one, ExplainOptions(what="context", uncertainty=True))(
+        [0, 1, 2], [3, 4, 5], contexts=ctx
+    )
+    phi, *_ = brute_force(one, "context", [0, 1, 2], [3, 4, 5], ctx)
+    sigma = one.posterior_factor @ one.posterior_factor.T
+    assert relative(e.sd, quadratic_sd(phi, sigma)) < 1e-8

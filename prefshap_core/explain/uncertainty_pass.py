@@ -116,9 +116,16 @@ class SdTracker:
         group.phi.addmm_(columns, group.buffer[:k].reshape(k, -1))
         group.codes = []
 
-    def finish(self, n_duels: int) -> ValueSD:
-        """Restore the game's embedding; the sds of the distinct duels, in group order."""
+    def finish(self, n_duels: int) -> ValueSD | None:
+        """Restore the game's embedding; the sds of the distinct duels, in group order.
+
+        None when the pass bound no game for some duels (one player: no proper
+        coalition to embed); the caller then computes them from the boundaries.
+        """
         self.game.embedding = self._embedding
+        if sum(len(g.rows) for g in self._order) != n_duels:
+            self._keep = []
+            return None
         fn, c = self.game.fn, self.compute
         factor = c.tensor(fn.require_posterior())
         m, p, full_code = fn.n_centres, self.matrix.shape[0], 2**self.n_players - 1
@@ -137,6 +144,4 @@ class SdTracker:
             parts.append((sd, norm[0], norm[1]))
         self._keep = []
         values, outputs, bases = (np.concatenate(x) for x in zip(*parts, strict=True))
-        if len(outputs) != n_duels:
-            raise RuntimeError("the explanation's pass did not bind every duel group once")
         return ValueSD(values, outputs, bases)
