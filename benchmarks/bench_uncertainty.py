@@ -12,19 +12,16 @@ duels (target coverage 80-97 %). Generators: the paper's App. B game (a random G
 
 Cost: training seconds with the posterior and without it (``fit_seconds`` minus the
 posterior's own seconds, ``metadata["posterior"]["seconds"]``; target <= 15 %), and
-with ``--pokemon`` ``prefshap explain`` with and without ``--uncertainty`` on 1,000
-Pokémon test duels, exact (target <= 2x).
+with ``--pokemon`` an exact explanation with and without uncertainty on 1,000
+Pokémon test duels, one-shot as ``prefshap explain`` (target <= 2x; see
+:func:`pokemon_cost`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -97,29 +94,40 @@ def calibration_row(name: str, generator, seed: int, centres: int) -> dict:
     }
 
 
-def pokemon_cost(data_dir: Path, centres: int) -> list[dict]:
-    """explain --uncertainty vs plain on 1,000 Pokémon test duels, exact."""
-    work = Path(tempfile.mkdtemp(prefix="bench_unc_"))
-    env = {**os.environ, "PREFSHAP_DATA_DIR": str(data_dir)}
-    py = [sys.executable, "-m", "prefshap_core.cli"]
-    model = work / "pokemon.npz"
-    subprocess.run([*py, "train", "--data", "pokemon", "--model", "gpm", "--out", str(model),
-                    "--n-centres", str(centres), "--quiet"], check=True, env=env)  # fmt: skip
+def pokemon_cost(centres: int, n_duels: int = 1000) -> list[dict]:
+    """Explain with and without uncertainty on Pokémon test duels, exact, one-shot (as
+    ``prefshap explain``). The cost does not depend on the coefficients, so the model
+    is a GPM with ``centres`` random training-duel centres, random alpha and a full-rank
+    factor (r = M, the worst case), on the real items and groups: no training needed."""
     from prefshap_core.datasets.registry import load_dataset
+    from prefshap_core.explain import Explainer, ExplainOptions
+    from prefshap_core.models.hyperparameters import median_lengthscales
+    from prefshap_core.models.preference_function import PreferenceFunction
 
     data = load_dataset("pokemon")
-    test = split_duels(data.n_duels, 0).test[:1000]
-    ids = np.asarray(data.item_ids).astype(str)
-    duels = pd.DataFrame({"left": ids[data.left[test]], "right": ids[data.right[test]]})
-    duels.to_csv(work / "duels.csv", index=False)
+    split = split_duels(data.n_duels, 0)
+    rng = np.random.default_rng(0)
+    c = np.sort(rng.choice(split.train, centres, replace=False))
+    scale = np.sqrt(data.item_space.n_groups)
+    fn = PreferenceFunction(
+        kind="gpm", item_space=data.item_space, item_ids=np.asarray(data.item_ids).astype(str),
+        items=data.items, lengthscales=median_lengthscales(data.items, seed=0) * scale,
+        centres_left=data.items[data.left[c]], centres_right=data.items[data.right[c]],
+        alpha=rng.normal(size=centres) / centres, cme_lambda=1e-2, utility_weight=1.0,
+        posterior_factor=rng.normal(size=(centres, centres)) / centres,
+    )  # fmt: skip
+    test = split.test[:n_duels]
     rows = []
-    for flags in ([], ["--uncertainty"]):
+    for uncertainty in (False, True, False, True):
+        options = ExplainOptions(max_exact_players=10**9, factor_cache_bytes=0,
+                                 uncertainty=uncertainty)  # fmt: skip
         start = time.perf_counter()
-        subprocess.run([*py, "explain", "--model", str(model), "--duels", str(work / "duels.csv"),
-                        "--out", str(work / "out.csv"), "--exact", "--quiet", *flags],
-                       check=True, env=env)  # fmt: skip
-        rows.append({"explain": " ".join(flags) or "plain", "seconds": time.perf_counter() - start})
-    rows[1]["ratio"] = rows[1]["seconds"] / rows[0]["seconds"]
+        Explainer(fn, options)(data.left[test], data.right[test])
+        rows.append({"explain": "uncertainty" if uncertainty else "plain",
+                     "seconds": time.perf_counter() - start})  # fmt: skip
+    plain = min(r["seconds"] for r in rows if r["explain"] == "plain")
+    for r in rows:
+        r["vs_best_plain"] = r["seconds"] / plain
     return rows
 
 
@@ -128,21 +136,28 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--centres", type=int, default=500)
     parser.add_argument("--pokemon", action="store_true")
+    parser.add_argument("--pokemon-centres", type=int, default=2000)
+    parser.add_argument("--skip-calibration", action="store_true")
     parser.add_argument(
         "--data-dir", default=os.environ.get("PREFSHAP_DATA_DIR", "/work/shared/data")
     )
     args = parser.parse_args()
     print(f"load: {os.getloadavg()}")
     rows = []
-    for name, generator in (("app_b_gpm", app_b), ("noisy_utility", utility_game)):
+    generators = (
+        () if args.skip_calibration else (("app_b_gpm", app_b), ("noisy_utility", utility_game))
+    )
+    for name, generator in generators:
         for seed in range(args.seeds):
             rows.append(calibration_row(name, generator, seed, args.centres))
             print(pd.DataFrame(rows[-1:]).to_string(index=False, header=len(rows) == 1), flush=True)
-    table = pd.DataFrame(rows)
-    print(table.to_string(index=False))
-    print(table.groupby("generator")[["coverage_90", "posterior_extra"]].agg(["min", "max"]))
+    if rows:
+        table = pd.DataFrame(rows)
+        print(table.to_string(index=False))
+        print(table.groupby("generator")[["coverage_90", "posterior_extra"]].agg(["min", "max"]))
     if args.pokemon:
-        print(pd.DataFrame(pokemon_cost(Path(args.data_dir), args.centres)).to_string(index=False))
+        os.environ.setdefault("PREFSHAP_DATA_DIR", args.data_dir)
+        print(pd.DataFrame(pokemon_cost(args.pokemon_centres)).to_string(index=False))
     print(f"load: {os.getloadavg()}")
 
 
