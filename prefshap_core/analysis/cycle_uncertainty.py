@@ -14,12 +14,13 @@ A draw costs one M x n x n product (n items); draws run in chunks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from prefshap_core.analysis.intransitivity import hodge_split
+from prefshap_core.analysis.intransitivity import IntransitivityReport, hodge_split
+from prefshap_core.analysis.triangles import top_cycles
 from prefshap_core.compute import Compute
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
@@ -27,6 +28,9 @@ from prefshap_core.progress import Progress, ensure_progress
 DEFAULT_DRAWS = 1000
 DEFAULT_MIN_P_CYCLE = 0.95
 INTERVAL = (0.05, 0.95)  # the 90 % interval
+# The strongest this many cycles of the point estimate are scored (p_cycle), then
+# filtered by the minimum p_cycle, then cut to the number asked for.
+CANDIDATE_TRIANGLES = 1000
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,48 @@ def posterior_cycle_draws(
             kept += (g[a, b] > 0) & (g[b, c] > 0) & (g[c, a] > 0)
     progress.update("Posterior draws of the preference matrix", 1.0)
     return CycleDraws(shares, kept / n_draws)
+
+
+@dataclass(frozen=True)
+class SureCycles:
+    """The cycles that survive the posterior, and the cyclic share's interval."""
+
+    triangles: list[dict]  # report.triangles()'s dicts with "p_cycle", filtered, cut
+    share_interval: list[float]  # [lo, hi], 90 %
+    n_draws: int
+    n_candidates: int  # cycles scored
+
+
+def sure_cycles(
+    fn: PreferenceFunction,
+    report: IntransitivityReport,
+    *,
+    min_p_cycle: float = DEFAULT_MIN_P_CYCLE,
+    top: int = 20,
+    n_draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    compute: Compute | None = None,
+    progress: Progress | None = None,
+) -> SureCycles:
+    """The ``top`` strongest cycles of ``report`` with ``p_cycle >= min_p_cycle``.
+
+    ``fn``: the function the report is of (a C-GPM conditioned on its context, as
+    given to ``analyse``); it needs a posterior. The candidates are the point
+    estimate's :data:`CANDIDATE_TRIANGLES` strongest cycles (``prefshap cycles`` and
+    the Intransitivity page use this).
+    """
+    if not 0.0 <= min_p_cycle <= 1.0:
+        raise ValueError(f"the minimum p_cycle must be in [0, 1], got {min_p_cycle}")
+    candidates = top_cycles(report.preference, max(top, CANDIDATE_TRIANGLES) if top else 0)
+    draws = posterior_cycle_draws(
+        fn, report.item_rows, candidates.items, n_draws=n_draws, seed=seed,
+        compute=compute, progress=progress,
+    )  # fmt: skip
+    triangles = replace(report, cycles=candidates).triangles()
+    for triangle, p_cycle in zip(triangles, draws.p_cycle.tolist(), strict=True):
+        triangle["p_cycle"] = p_cycle
+    kept = [t for t in triangles if t["p_cycle"] >= min_p_cycle][:top]
+    return SureCycles(kept, draws.share_interval(), n_draws, len(triangles))
 
 
 def _context_average(fn: PreferenceFunction, compute: Compute) -> torch.Tensor:

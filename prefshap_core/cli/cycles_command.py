@@ -35,7 +35,7 @@ from prefshap_core.analysis.context_condition import condition_on_context, parse
 from prefshap_core.analysis.cycle_uncertainty import (
     DEFAULT_DRAWS,
     DEFAULT_MIN_P_CYCLE,
-    posterior_cycle_draws,
+    sure_cycles,
 )
 from prefshap_core.analysis.intransitivity import MAX_ITEMS, analyse
 from prefshap_core.cli._output import stderr_progress
@@ -45,9 +45,6 @@ from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
 
 DEFAULT_MAX_ITEMS = 500
-# With a posterior, the strongest this many cycles are scored (p_cycle), then filtered
-# by --min-p-cycle, then cut to --top.
-CANDIDATE_TRIANGLES = 1000
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -112,21 +109,16 @@ def run(args: argparse.Namespace) -> int:
     compute = Compute(device=args.device, dtype=args.dtype)
     progress = stderr_progress(args.quiet)
     with_posterior = fn.posterior_factor is not None
-    # With a posterior the filter comes first: candidates beyond --top are scored.
-    candidates = max(args.top, CANDIDATE_TRIANGLES) if with_posterior and args.top else args.top
-    report = analyse(conditioned, rows, top=candidates, compute=compute, progress=progress)
-    triangles = report.triangles()
+    report = analyse(conditioned, rows, top=args.top, compute=compute, progress=progress)
     interval = None
     if with_posterior:
-        draws = posterior_cycle_draws(
-            conditioned, report.item_rows, report.cycles.items,
+        sure = sure_cycles(
+            conditioned, report, min_p_cycle=args.min_p_cycle, top=args.top,
             n_draws=args.n_draws, seed=args.seed, compute=compute, progress=progress,
         )  # fmt: skip
-        interval = draws.share_interval()
-        for triangle, p_cycle in zip(triangles, draws.p_cycle.tolist(), strict=True):
-            triangle["p_cycle"] = p_cycle
-        triangles = [t for t in triangles if t["p_cycle"] >= args.min_p_cycle][: args.top]
+        triangles, interval = sure.triangles, sure.share_interval
     else:
+        triangles = report.triangles()
         for triangle in triangles:
             triangle["p_cycle"] = None
         print(
