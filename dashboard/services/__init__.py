@@ -23,7 +23,13 @@ No maths here: everything numerical is a ``prefshap_core`` call. Pages call
 
 from __future__ import annotations
 
-from dashboard.services.analyses import decision_parts, has_parts, intransitivity, model_rankings
+from dashboard.services.analyses import (
+    decision_parts,
+    has_parts,
+    intransitivity,
+    model_rankings,
+    scored_cycles,
+)
 from dashboard.services.demo import DEMO_SETTINGS, DEMO_SETTINGS_FP, ensure_demo
 from dashboard.services.explain_jobs import (
     cached_explanation,
@@ -97,6 +103,7 @@ __all__ = [
     "model_rankings",
     "model_title",
     "request",
+    "scored_cycles",
     "session_precision",
     "start_training",
     "train_now",

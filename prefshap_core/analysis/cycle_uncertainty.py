@@ -90,6 +90,10 @@ class SureCycles:
     n_draws: int
     n_candidates: int  # cycles scored
 
+    def filtered(self, min_p_cycle: float, top: int) -> list[dict]:
+        """The first ``top`` of these (strongest first) with ``p_cycle >= min_p_cycle``."""
+        return [t for t in self.triangles if t["p_cycle"] >= min_p_cycle][:top]
+
 
 def sure_cycles(
     fn: PreferenceFunction,
@@ -119,8 +123,8 @@ def sure_cycles(
     triangles = replace(report, cycles=candidates).triangles()
     for triangle, p_cycle in zip(triangles, draws.p_cycle.tolist(), strict=True):
         triangle["p_cycle"] = p_cycle
-    kept = [t for t in triangles if t["p_cycle"] >= min_p_cycle][:top]
-    return SureCycles(kept, draws.share_interval(), n_draws, len(triangles))
+    scored = SureCycles(triangles, draws.share_interval(), n_draws, len(triangles))
+    return replace(scored, triangles=scored.filtered(min_p_cycle, top))
 
 
 def _context_average(fn: PreferenceFunction, compute: Compute) -> torch.Tensor:
