@@ -9,7 +9,10 @@ C-GPM is context-averaged or conditioned the same way). Over the draws:
 - ``p_cycle`` of a triangle ``a > b > c > a``: the share of draws in which all
   three edges keep their direction (``G_ab > 0``, ``G_bc > 0``, ``G_ca > 0``).
 
-A draw costs one M x n x n product (n items); draws run in chunks.
+No draw forms its n x n matrix: ``G`` is linear in alpha, so ``||G||^2`` is a
+quadratic form ``a' Q a`` and the potential ``s = S a`` (:func:`_share_forms`, built
+once in O(M^2 n)), and the candidates' edges are their brackets times alpha; a draw
+costs O(M^2 + M (n + edges)).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from prefshap_core.analysis.intransitivity import IntransitivityReport, hodge_split
+from prefshap_core.analysis.intransitivity import IntransitivityReport
 from prefshap_core.analysis.triangles import top_cycles
 from prefshap_core.compute import Compute
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -62,23 +65,81 @@ def posterior_cycle_draws(
     factor = fn.require_posterior()
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((n_draws, factor.shape[1]))
-    alphas = fn.alpha[None, :] + z @ factor.T  # (T, M)
-    kappa = _context_average(fn, compute)
-    kernels = fn.centre_kernels(fn.items[np.asarray(item_rows)], compute)
+    c = compute
+    kappa = _context_average(fn, c)
+    alphas = (c.tensor(fn.alpha)[None, :] + c.tensor(z) @ c.tensor(factor).T) * kappa  # (T, M)
+    k_left, k_right = fn.centre_kernels(fn.items[np.asarray(item_rows)], c)  # (M, n) each
+    quadratic, potential = _share_forms(fn, k_left, k_right)
     tri = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
-    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
     shares = np.empty(n_draws)
     kept = np.zeros(len(tri))
-    for t in range(n_draws):
-        if t % 50 == 0:
-            progress.update("Posterior draws of the preference matrix", t / n_draws)
-        alpha = compute.tensor(alphas[t]) * kappa
-        g = fn.pair_block(alpha, kernels).cpu().numpy().astype(np.float64)
-        shares[t] = hodge_split(g)[1]
-        if len(tri):
-            kept += (g[a, b] > 0) & (g[b, c] > 0) & (g[c, a] > 0)
+    edges = None
+    if len(tri):  # the candidates' three edges: (3k, M) brackets, g = brackets @ alpha
+        a, b = (
+            np.concatenate([tri[:, 0], tri[:, 1], tri[:, 2]]),
+            np.concatenate([tri[:, 1], tri[:, 2], tri[:, 0]]),
+        )
+        edges = _edge_brackets(fn, k_left, k_right, c.index(a), c.index(b))
+    n = k_left.shape[1]
+    step = 100
+    for lo in range(0, n_draws, step):
+        progress.update("Posterior draws of the preference matrix", lo / n_draws)
+        block = alphas[lo : lo + step]
+        total = ((block @ quadratic) * block).sum(1)  # ||G_t||^2
+        s = block @ potential.T  # (t, n) the potentials s_t
+        gradient = 2 * n * (s * s).sum(1) - 2 * s.sum(1) ** 2  # ||s_a - s_b||^2
+        share = torch.where(total > 0, 1.0 - gradient / total, torch.zeros_like(total))
+        shares[lo : lo + step] = torch.clamp(share, 0.0, 1.0).cpu().numpy()
+        if edges is not None:
+            g = (block @ edges.T).reshape(len(block), 3, len(tri)) > 0
+            kept += g.all(1).sum(0).cpu().numpy()
     progress.update("Posterior draws of the preference matrix", 1.0)
     return CycleDraws(shares, kept / n_draws)
+
+
+def _share_forms(
+    fn: PreferenceFunction, k_left: torch.Tensor, k_right: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``Q`` (M, M) with ``||G||_F^2 = a' Q a`` and ``S`` (n, M) with ``s = S a``.
+
+    For the bracket ``P_ab - P_ba + w (d_a - d_b)``, ``P_ab = kl(a) kr(b)``,
+    ``d = kl - kr`` (UPM: the second term alone, w = 1), summed over all ordered pairs
+    of the n items (what :func:`hodge_split` sums): no n x n matrix per draw.
+    """
+    n = k_left.shape[1]
+    upm = fn.kind == "upm"
+    w = 1.0 if upm else float(fn.utility_weight)
+    d = k_left - k_right
+    sum_l, sum_r, sum_d = k_left.sum(1), k_right.sum(1), d.sum(1)
+    quadratic = torch.zeros((len(sum_l), len(sum_l)), dtype=k_left.dtype, device=k_left.device)
+    potential = torch.zeros_like(k_left.T)
+    if not upm:
+        quadratic += 2 * ((k_left @ k_left.T) * (k_right @ k_right.T))
+        quadratic -= 2 * ((k_left @ k_right.T) * (k_right @ k_left.T))
+        potential += (k_left.T * sum_r[None, :] - k_right.T * sum_l[None, :]) / n
+    if w != 0:
+        quadratic += w * w * (2 * n * (d @ d.T) - 2 * torch.outer(sum_d, sum_d))
+        potential += w * (d.T - sum_d[None, :] / n)
+        if not upm:  # the cross terms of the two brackets
+            cross = 2 * ((k_left @ d.T) * sum_r[:, None] - sum_l[:, None] * (k_right @ d.T))
+            quadratic += w * (cross + cross.T)
+    return quadratic, potential
+
+
+def _edge_brackets(
+    fn: PreferenceFunction,
+    k_left: torch.Tensor,
+    k_right: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+) -> torch.Tensor:
+    """(edges, M) brackets of ``g(item a, item b)`` among the kernels' items."""
+    d = k_left - k_right
+    utility = (d[:, a] - d[:, b]).T
+    if fn.kind == "upm":
+        return utility
+    pair = (k_left[:, a] * k_right[:, b] - k_left[:, b] * k_right[:, a]).T
+    return pair + fn.utility_weight * utility if fn.utility_weight != 0 else pair
 
 
 @dataclass(frozen=True)
