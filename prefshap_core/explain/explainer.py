@@ -62,8 +62,7 @@ from prefshap_core.explain.shapley import (
     coalition_count,
 )
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
-from prefshap_core.explain.uncertainty import exact_value_sd
-from prefshap_core.explain.uncertainty_pass import SdTracker
+from prefshap_core.explain.uncertainty_pass import SdTracker, explanation_sds, start_tracking
 from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress, ensure_progress
 
@@ -196,19 +195,8 @@ class Explainer:
         )
 
     def _tracker(self, coalitions: Any) -> SdTracker | None:
-        """Watches the pass for the sds (exact items / context values in this process)."""
-        options = self.options
-        if not options.uncertainty:
-            return None
-        self.function.require_posterior()
-        if not isinstance(coalitions, CoalitionSet):
-            raise ValueError("uncertainty is not yet supported for sampled values: explain exactly")
-        if options.executor is not None or options.what == "sides":
-            return None  # a second pass embeds the coalitions again (exact_value_sd)
-        assert self._game is not None
-        tracker = SdTracker(self._game, self.compute, coalitions.n_players)
-        self._game = tracker.watch()
-        return tracker
+        """Watches the pass for the sds when asked for them (explain.uncertainty_pass)."""
+        return start_tracking(self, coalitions) if self.options.uncertainty else None
 
     def _uncertainty(
         self, canon: CanonicalDuels, coalitions: Any, watched: Any = None
@@ -216,18 +204,7 @@ class Explainer:
         """sd, output_sd, base_value_sd per input duel when asked for (sign-free)."""
         if not self.options.uncertainty:
             return {}
-        assert self._game is not None
-        sd = watched or exact_value_sd(self._game, canon.batch, coalitions.masks, self.compute)
-        values = sd.values[canon.inverse]
-        swap = getattr(self._game, "side_swap", None)
-        if swap is not None:  # a swapped duel also exchanges the sides' players
-            flip = canon.sign < 0
-            values[flip] = values[flip][:, swap]
-        return {
-            "sd": values,
-            "output_sd": sd.outputs[canon.inverse],
-            "base_value_sd": sd.base_values[canon.inverse],
-        }
+        return explanation_sds(self, canon, coalitions, watched)
 
     def coalition_values(
         self,

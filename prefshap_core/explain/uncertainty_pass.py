@@ -20,7 +20,7 @@ from prefshap_core.compute import Compute
 from prefshap_core.explain.games.base import DuelBatch
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
 from prefshap_core.explain.shapley.exact import exact_shapley_matrix
-from prefshap_core.explain.uncertainty import BRACKETS, ValueSD
+from prefshap_core.explain.uncertainty import BRACKETS, ValueSD, exact_value_sd
 
 _FLUSH_ELEMENTS = 1 << 24  # brackets buffered before one GEMM into Phi
 
@@ -145,3 +145,37 @@ class SdTracker:
         self._keep = []
         values, outputs, bases = (np.concatenate(x) for x in zip(*parts, strict=True))
         return ValueSD(values, outputs, bases)
+
+
+def start_tracking(explainer: Any, coalitions: Any) -> SdTracker | None:
+    """A tracker watching ``explainer``'s game for this call (exact items / context in
+    this process), or None where :func:`explanation_sds` makes its own pass."""
+    from prefshap_core.explain.shapley import CoalitionSet
+
+    explainer.function.require_posterior()
+    if not isinstance(coalitions, CoalitionSet):
+        raise ValueError("uncertainty is not yet supported for sampled values: explain exactly")
+    if explainer.options.executor is not None or explainer.options.what == "sides":
+        return None  # exact_value_sd embeds the coalitions again
+    tracker = SdTracker(explainer._game, explainer.compute, coalitions.n_players)
+    explainer._game = tracker.watch()
+    return tracker
+
+
+def explanation_sds(
+    explainer: Any, canon: Any, coalitions: Any, watched: ValueSD | None
+) -> dict[str, np.ndarray]:
+    """The Explanation's sd fields per input duel (sds have no sign; a swapped side
+    duel exchanges its sides' players)."""
+    game = explainer._game
+    sd = watched or exact_value_sd(game, canon.batch, coalitions.masks, explainer.compute)
+    values = sd.values[canon.inverse]
+    swap = getattr(game, "side_swap", None)
+    if swap is not None:
+        flip = canon.sign < 0
+        values[flip] = values[flip][:, swap]
+    return {
+        "sd": values,
+        "output_sd": sd.outputs[canon.inverse],
+        "base_value_sd": sd.base_values[canon.inverse],
+    }

@@ -179,3 +179,26 @@ def with_training_posterior(
     info = {**posterior.info, "seconds": time.perf_counter() - start}
     metadata = {**fn.metadata, "posterior": info}
     return replace(fn, posterior_factor=posterior.factor, metadata=metadata)
+
+
+def decision_sd_on_pool(
+    fn: PreferenceFunction,
+    pool: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    context_pool: np.ndarray | None,
+    context_index: np.ndarray | None,
+    *,
+    compute: Compute,
+    chunk: int = 4096,
+) -> np.ndarray:
+    """``||b(x) @ F||`` per duel (:meth:`PreferenceFunction.decision_sd_on_pool`)."""
+    factor = compute.tensor(fn.require_posterior())
+    out = np.empty(len(left))
+    for s in range(0, len(left), chunk):
+        ctx = None if context_index is None else context_index[s : s + chunk]
+        b = fn.centre_brackets_on_pool(
+            pool, left[s : s + chunk], right[s : s + chunk], context_pool, ctx, compute
+        )
+        out[s : s + chunk] = torch.linalg.vector_norm(b @ factor, dim=1).cpu().numpy()
+    return out

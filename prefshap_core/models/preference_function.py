@@ -312,16 +312,10 @@ class PreferenceFunction:
         chunk: int = 4096,
     ) -> np.ndarray:
         """Posterior sd of g for duels on a pool (:meth:`decision_on_pool`'s form)."""
-        compute = compute or Compute()
-        factor = compute.tensor(self.require_posterior())
-        out = np.empty(len(left))
-        for s in range(0, len(left), chunk):
-            ctx = None if context_index is None else context_index[s : s + chunk]
-            b = self.centre_brackets_on_pool(
-                pool, left[s : s + chunk], right[s : s + chunk], context_pool, ctx, compute
-            )
-            out[s : s + chunk] = torch.linalg.vector_norm(b @ factor, dim=1).cpu().numpy()
-        return out
+        from prefshap_core.models.posterior import decision_sd_on_pool
+
+        duels = (pool, left, right, context_pool, context_index)
+        return decision_sd_on_pool(self, *duels, compute=compute or Compute(), chunk=chunk)
 
     def require_posterior(self) -> np.ndarray:
         """The posterior factor F, or an error that says to retrain."""
