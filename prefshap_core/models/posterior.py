@@ -12,13 +12,13 @@ same ``p (1 - p)``), ``j`` the solver's absolute jitter.
 
 Computed stably: with ``L L^T = K_MM + j I`` (the solver's own jittered Cholesky) and
 ``alpha = L^-T beta``, ``H_beta = L^-1 K_nM^T W K_nM L^-T + n lam I`` has eigenvalues
-``>= n lam``; its eigendecomposition ``U diag(s) U^T`` gives ``F = L^-T U s^-1/2`` with
-``F F^T = Sigma`` exactly. (Sigma itself has eigenvalues ~1 / (n lam j) along the
-directions K_MM cannot see; eigendecomposing it directly would drown the small ones
+``>= n lam``; its Cholesky ``R R^T`` gives ``F = L^-T R^-T`` with ``F F^T = Sigma``
+exactly. (Sigma itself has eigenvalues ~1 / (n lam j) along the directions K_MM
+cannot see; inverting or eigendecomposing it directly would drown the small ones
 that predictions use in rounding.) Columns are kept in order of their share of
 trace(Sigma) until both 99.9 % of trace(Sigma) and 99.9 % of the summed variance of g
 over the centre duels are kept (the first is the file contract, the second guards
-the predictions).
+the predictions); dropped columns only remove a positive semi-definite part.
 
 Above ``POSTERIOR_MAX_DUELS`` training duels the data term uses a seeded subsample
 ``S`` scaled by ``n / |S|`` (an unbiased estimate of ``K_nM^T W K_nM``): its cost is
@@ -102,9 +102,13 @@ def laplace_posterior(
     h_beta = torch.linalg.solve_triangular(lower, half.T, upper=False)
     h_beta = 0.5 * (h_beta + h_beta.T)
     h_beta.diagonal().add_(n * penalty)
-    s_values, u = torch.linalg.eigh(h_beta)
-    s_values = torch.clamp(s_values, min=n * penalty)  # rounding below the floor
-    full = torch.linalg.solve_triangular(lower.T, u / s_values.sqrt()[None, :], upper=True)
+    # H_beta = R R^T (its eigenvalues are >= n lam: no jitter needed), so
+    # Sigma = L^-T R^-T R^-1 L^-1 = F F^T with F = L^-T R^-T. A Cholesky, not an
+    # eigendecomposition: 15 s against 0.1 s at M = 2,000 on two cores.
+    r_lower = torch.linalg.cholesky(h_beta)
+    eye = torch.eye(m, dtype=h_beta.dtype, device=h_beta.device)
+    r_inv_t = torch.linalg.solve_triangular(r_lower.T, eye, upper=True)  # R^-T
+    full = torch.linalg.solve_triangular(lower.T, r_inv_t, upper=True)
     r = _rank(full, centres, trace_share)
     order = torch.argsort((full * full).sum(0), descending=True)[:r]
     factor = full[:, order].cpu().numpy()
