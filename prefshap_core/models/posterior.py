@@ -146,7 +146,6 @@ def _rank(full: torch.Tensor, centres: torch.Tensor, share: float) -> int:
         return m
     trace_parts = (full * full).sum(0)
     order = torch.argsort(trace_parts, descending=True)
-    prediction_parts = ((centres @ full) ** 2).sum(0)[order]
 
     def needed(parts: torch.Tensor) -> int:
         cumulative = torch.cumsum(parts, 0)
@@ -155,7 +154,11 @@ def _rank(full: torch.Tensor, centres: torch.Tensor, share: float) -> int:
             return 1
         return int(torch.searchsorted(cumulative, share * total).item()) + 1
 
-    return min(m, max(needed(trace_parts[order]), needed(prediction_parts)))
+    by_trace = needed(trace_parts[order])
+    if by_trace >= m:
+        return m  # the predictions' M^3 product would not change it
+    prediction_parts = ((centres @ full) ** 2).sum(0)[order]
+    return min(m, max(by_trace, needed(prediction_parts)))
 
 
 def with_training_posterior(
