@@ -7,6 +7,8 @@ import numpy as np
 import streamlit as st
 
 from dashboard import state
+from prefshap_core.analysis.context_condition import condition_on_context
+from prefshap_core.analysis.cycle_uncertainty import CANDIDATE_TRIANGLES, SureCycles, sure_cycles
 from prefshap_core.analysis.explorer import DatasetIntransitivity, dataset_intransitivity
 from prefshap_core.analysis.rankings import Rankings, rankings
 from prefshap_core.analysis.utility_split import duel_parts, has_utility_split
@@ -41,6 +43,34 @@ def intransitivity(
     own cycles (seconds at most: computed here, kept per model in this process)."""
     key = tuple(sorted(context.items()))
     return _intransitivity(loaded.fingerprint, model.settings_fp, n_items, key, top, loaded, model)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _scored_cycles(
+    data_fp: str,
+    settings_fp: str,
+    n_items: int,
+    context: tuple[tuple[str, str], ...],
+    _result: DatasetIntransitivity,
+    _model: state.TrainedModel,
+) -> SureCycles:
+    fn = condition_on_context(_model.function, dict(context))
+    return sure_cycles(fn, _result.model, min_p_cycle=0.0, top=CANDIDATE_TRIANGLES)
+
+
+def scored_cycles(
+    loaded: state.LoadedData,
+    model: state.TrainedModel,
+    result: DatasetIntransitivity,
+    n_items: int,
+    context: dict[str, str],
+) -> SureCycles | None:
+    """The model's strongest cycles with their posterior p_cycle (None: the model has
+    no posterior); filter them with ``SureCycles.filtered``."""
+    if model.function.posterior_factor is None:
+        return None
+    key = tuple(sorted(context.items()))
+    return _scored_cycles(loaded.fingerprint, model.settings_fp, n_items, key, result, model)
 
 
 # -- rankings -----------------------------------------------------------------------------------

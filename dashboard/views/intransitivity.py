@@ -20,12 +20,13 @@ from dashboard.components.export import figure_exports, file_stem, table_downloa
 from dashboard.components.guard import run_guarded
 from dashboard.components.text import md
 from dashboard.services import views_data
-from dashboard.services.analyses import intransitivity
+from dashboard.services.analyses import intransitivity, scored_cycles
 from prefshap_core.analysis.intransitivity import MAX_ITEMS
 from prefshap_core.plots.potential import potential_plot
 
 DEFAULT_ITEMS = 200
 TOP = 20
+DEFAULT_MIN_P_CYCLE = 0.95
 AVERAGED = "(averaged)"
 
 
@@ -80,6 +81,8 @@ def render() -> None:
     with st.spinner(f"Evaluating the model on all {n * (n - 1) // 2:,} pairs…"):
         result = intransitivity(loaded, model, n, context, top=TOP)
     report = result.model
+    with st.spinner("Posterior draws of the model's cycles…"):
+        scored = scored_cycles(loaded, model, result, n, context)
     ids = [str(i) for i in report.item_ids]
     labels = dict(zip(ids, (str(x) for x in data.labels[result.data_rows]), strict=True))
 
@@ -103,21 +106,31 @@ def render() -> None:
     if model.kind == "cgpm":
         where = ", ".join(f"{md(k)} = {md(v)}" for k, v in context.items())
         parts.append(f"context {where}, other groups averaged" if where else "context-averaged")
+    if scored is not None:
+        lo, hi = scored.share_interval
+        parts.append(f"cyclic share over {scored.n_draws:,} posterior draws: {lo:.1%} to {hi:.1%}")
     parts.append("each edge opens the head-to-head of its pair")
     st.caption(" · ".join(parts) + ".")
 
     left, right = st.columns(2)
     with left:
         st.subheader("Strongest cycles of the model")
-        triangles = report.triangles()
-        if not triangles:
+        triangles, min_p = _model_cycles(report, scored, loaded.fingerprint)
+        if not triangles and (scored is None or not scored.triangles):
             st.info("The model has no cycle among these items: it ranks them.")
+        elif not triangles:
+            st.info(
+                "None of the model's cycles among these items is distinguishable from "
+                f"noise: none keeps all three edges in {min_p:.0%} of "
+                f"{scored.n_draws:,} posterior draws. Lower the threshold to see weaker ones."
+            )
         lines = []
         for k, t in enumerate(triangles, start=1):
             a, b, cc = t["items"]
             pab, pbc, pca = (_percent(p) for p in t["p"])
             edges = (_edge(labels, a, b, pab), _edge(labels, b, cc, pbc), _edge(labels, cc, a, pca))
-            lines.append(f"{k}. " + " · ".join(edges))
+            sure = "" if t.get("p_cycle") is None else f" (p_cycle {_percent(t['p_cycle'])})"
+            lines.append(f"{k}. " + " · ".join(edges) + sure)
         st.markdown("\n".join(lines))
         if triangles:
             table_download(
@@ -143,6 +156,24 @@ def render() -> None:
     fig = potential_plot(report, np.array([labels[i] for i in ids]))
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="intransitivity:potential")
     figure_exports(fig, file_stem("potential", data.name, str(n)), key="intransitivity:potential")
+
+
+def _model_cycles(report, scored, fp: str) -> tuple[list[dict], float]:
+    """The cycles to list and the p_cycle threshold (a control; no posterior: all)."""
+    if scored is None:
+        st.caption(
+            "This model has no posterior, so its cycles are not tested against noise: "
+            "retrain it to get p_cycle."
+        )
+        return report.triangles(), 0.0
+    min_p = st.slider(
+        "Show cycles with p_cycle at least", min_value=0.0, max_value=1.0,
+        value=DEFAULT_MIN_P_CYCLE, step=0.05, key=f"intransitivity:min_p:{fp}",
+        persist_state=state.PERSIST,
+        help="p_cycle: the share of posterior draws of the model in which all three "
+        "edges keep their direction. Cycles below it are indistinguishable from noise.",
+    )  # fmt: skip
+    return scored.filtered(float(min_p), TOP), float(min_p)
 
 
 def _triangle_table(triangles: list[dict], labels: dict[str, str]) -> pd.DataFrame:

@@ -3,17 +3,22 @@
 Contract (scripts call it exactly so):
 
     prefshap cycles --model M.npz [--max-items N] [--items-file F]
-        [--context k=v ...] [--top K]
+        [--context k=v ...] [--top K] [--min-p-cycle P] [--n-draws T] [--seed S]
 
 Items: the model's items in pool order, the first N (default 500), or the ids listed
 in F (one per line); at most 2,000. ``--context`` (C-GPM): ``k`` a context group and
 ``v`` one of its categories, or ``k`` a numeric context column and ``v`` its raw
 value; groups not given are averaged over the observed contexts (none given: the
 context-averaged model). Prints one JSON line on stdout:
-``{"n_items": n, "cyclic_share": x, "triangles": [{"items": [a, b, c],
-"p": [P(a>b), P(b>c), P(c>a)]}, ...]}``: the HodgeRank cyclic share of the
-preference matrix and the K (default 20) strongest cycles a > b > c > a, each from
-its smallest-pool-index item. Progress and a summary go to stderr.
+``{"n_items": n, "cyclic_share": x, "cyclic_share_interval": [lo, hi], "n_draws": T,
+"triangles": [{"items": [a, b, c], "p": [P(a>b), P(b>c), P(c>a)], "p_cycle": q}, ...]}``:
+the HodgeRank cyclic share of the preference matrix with its 90 % posterior interval,
+and the K (default 20) strongest cycles a > b > c > a, each from its
+smallest-pool-index item, among those whose posterior probability ``p_cycle`` of
+keeping all three edges is at least ``--min-p-cycle`` (default 0.95; the strongest
+1,000 cycles are scored, from T posterior draws seeded by ``--seed``). A model file
+without a posterior: ``p_cycle`` null, interval null, ``n_draws`` 0, nothing filtered
+(stderr says so). Progress and a summary go to stderr.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from prefshap_core.analysis.context_condition import condition_on_context, parse_context_assignments
+from prefshap_core.analysis.cycle_uncertainty import (
+    DEFAULT_DRAWS,
+    DEFAULT_MIN_P_CYCLE,
+    sure_cycles,
+)
 from prefshap_core.analysis.intransitivity import MAX_ITEMS, analyse
 from prefshap_core.cli._output import stderr_progress
 from prefshap_core.compute import Compute
@@ -60,6 +70,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="C-GPM: fix context groups (group=category or column=raw value)",
     )
     parser.add_argument("--top", type=int, default=20, help="cycles to list (default 20)")
+    parser.add_argument(
+        "--min-p-cycle",
+        type=float,
+        default=DEFAULT_MIN_P_CYCLE,
+        help="list only triangles whose posterior probability of keeping all three edges "
+        f"is at least this (default {DEFAULT_MIN_P_CYCLE:g}; 0: all)",
+    )
+    parser.add_argument(
+        "--n-draws",
+        type=int,
+        default=DEFAULT_DRAWS,
+        help=f"posterior draws for p_cycle and the interval (default {DEFAULT_DRAWS})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the posterior draws")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -77,18 +101,37 @@ def run(args: argparse.Namespace) -> int:
         rows = _rows_from_file(Path(args.items_file), fn)
     else:
         rows = _first_rows(fn, DEFAULT_MAX_ITEMS if args.max_items is None else args.max_items)
+    if not 0.0 <= args.min_p_cycle <= 1.0:
+        raise ValueError(f"--min-p-cycle must be in [0, 1], got {args.min_p_cycle}")
+    if args.n_draws < 1:
+        raise ValueError(f"--n-draws must be at least 1, got {args.n_draws}")
     conditioned = condition_on_context(fn, parse_context_assignments(args.context))
-    report = analyse(
-        conditioned,
-        rows,
-        top=args.top,
-        compute=Compute(device=args.device, dtype=args.dtype),
-        progress=stderr_progress(args.quiet),
-    )
+    compute = Compute(device=args.device, dtype=args.dtype)
+    progress = stderr_progress(args.quiet)
+    with_posterior = fn.posterior_factor is not None
+    report = analyse(conditioned, rows, top=args.top, compute=compute, progress=progress)
+    interval = None
+    if with_posterior:
+        sure = sure_cycles(
+            conditioned, report, min_p_cycle=args.min_p_cycle, top=args.top,
+            n_draws=args.n_draws, seed=args.seed, compute=compute, progress=progress,
+        )  # fmt: skip
+        triangles, interval = sure.triangles, sure.share_interval
+    else:
+        triangles = report.triangles()
+        for triangle in triangles:
+            triangle["p_cycle"] = None
+        print(
+            f"prefshap cycles: {Path(args.model).name} has no posterior: p_cycle is null "
+            "and no triangle is filtered (retrain it to get one)",
+            file=sys.stderr,
+        )
     result = {
         "n_items": report.n_items,
         "cyclic_share": report.cyclic_share,
-        "triangles": report.triangles(),
+        "cyclic_share_interval": interval,
+        "n_draws": args.n_draws if with_posterior else 0,
+        "triangles": triangles,
     }
     print(json.dumps(result))
     if not args.quiet:

@@ -4,7 +4,7 @@ Contract (scripts call it exactly so):
 
     prefshap explain --model M.npz --duels DUELS.csv --out OUT.csv
         [--what items|context|sides|interactions] [--exact] [--samples N] [--seed S]
-        [--dtype float64|float32] [--device cpu|cuda]
+        [--uncertainty] [--dtype float64|float32] [--device cpu|cuda]
         [--cme-method auto|cholesky|cg|nystrom]
         [--scheduler tcp://HOST:8786 | --workers N] [--connect-timeout SECONDS]
 
@@ -16,7 +16,11 @@ category (e.g. ``surface`` = ``Clay`` for columns ``surface=Clay``, ...).
 OUT.csv: one row per input duel, in input order: ``left,right``, then ``duel_id`` and
 ``winner`` when DUELS.csv has them (as given), ``output,base_value``, one column per
 player (group name), then for sampled runs ``se:<player>`` (standard errors of the
-sampled values); values left-vs-right (positive favours left).
+sampled values); values left-vs-right (positive favours left). ``--uncertainty``
+(exact items or context): ``output_sd`` after ``base_value`` (and ``base_value_sd``
+for context), and one ``sd:<player>`` column per value column after any ``se:``
+columns: posterior standard deviations from the model file's ``posterior_factor``;
+``--what sides`` and ``interactions`` likewise (``sd:left:<g>``, ``sd:<a>*<b>``).
 
 ``--what sides``: each side's item groups are separate players, columns
 ``left:<group>`` for every group, then ``right:<group>`` (and ``se:left:<group>``,
@@ -70,6 +74,7 @@ from prefshap_core.explain.interaction_explanation import (
     explain_interactions,
 )
 from prefshap_core.explain.options import CME_METHODS
+from prefshap_core.explain.uncertainty import interaction_sd
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -90,6 +95,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--exact", action="store_true", help="enumerate every coalition")
     parser.add_argument("--samples", type=int, help="sampled coalitions (paired kernel sampling)")
     parser.add_argument("--seed", type=int, default=0, help="coalition sampling seed")
+    parser.add_argument(
+        "--uncertainty",
+        action="store_true",
+        help="also the posterior sd of the output and of every value (output_sd, "
+        "sd:<player>; needs a model file with a posterior and exact values)",
+    )
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument(
@@ -166,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         check_interaction_groups(fn.item_space.n_groups)
     if args.what == "context" and fn.kind != "cgpm":
         raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
+    if args.uncertainty:
+        _check_uncertainty(args, fn)
     for old, new in fn.metadata.get("renamed_players", {}).items():
         print(
             f"prefshap explain: note: player '{old}' is called '{new}' in {args.out}: "
@@ -228,6 +241,7 @@ def _explanation(
         cme=cme_options(args.cme_method),
         factor_cache_bytes=ONE_SHOT,
         executor=executor,
+        uncertainty=args.uncertainty,
     )
     contexts = read_contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
     expl = Explainer(fn, options, compute=compute)(
@@ -247,6 +261,19 @@ def _explanation(
     }
 
 
+def _check_uncertainty(args: argparse.Namespace, fn: PreferenceFunction) -> None:
+    """--uncertainty's conditions, checked before any work."""
+    if args.samples is not None:
+        raise ValueError("--uncertainty needs exact values: drop --samples")
+    if fn.posterior_factor is None:
+        loss = fn.metadata.get("loss")
+        why = " (squared-loss models have none)" if loss == "squared" else ""
+        raise ValueError(
+            f"--uncertainty: {Path(args.model).name} has no posterior{why}; "
+            "retrain it with the logistic loss to get one"
+        )
+
+
 def _interactions(
     args: argparse.Namespace,
     fn: PreferenceFunction,
@@ -262,16 +289,23 @@ def _interactions(
         factor_cache_bytes=ONE_SHOT,
         executor=executor,
     )
+    explainer = Explainer(fn, options, compute=compute)
     inter = explain_interactions(
         fn,
         duels.left,
         duels.right,
         winners=duels.winners,
         duel_ids=duels.ids,
-        explainer=Explainer(fn, options, compute=compute),
+        explainer=explainer,
         progress=stderr_progress(args.quiet),
     )
-    return interaction_table(inter, table), {
+    out = interaction_table(inter, table)
+    if args.uncertainty:
+        sd = interaction_sd(explainer, duels.left, duels.right)
+        out.insert(out.columns.get_loc("base_value") + 1, "output_sd", sd.outputs)
+        for k, name in enumerate(inter.pair_names):
+            out[f"sd:{name}"] = sd.values[:, k]
+    return out, {
         "players": list(inter.player_names),
         "pairs": inter.pair_names,
         "shapley": "exact",

@@ -15,7 +15,16 @@ def explanation_table(expl: Explanation, table: pd.DataFrame) -> pd.DataFrame:
     if expl.meta.get("shapley") == "sampled" and expl.standard_errors is not None:
         for j, name in enumerate(expl.player_names):
             columns[f"se:{name}"] = expl.standard_errors[:, j]
-    return _layout(expl.left_ids, expl.right_ids, expl.outputs, expl.base_values, columns, table)
+    if expl.sd is not None:
+        for j, name in enumerate(expl.player_names):
+            columns[f"sd:{name}"] = expl.sd[:, j]
+    out = _layout(expl.left_ids, expl.right_ids, expl.outputs, expl.base_values, columns, table)
+    if expl.output_sd is not None:  # after base_value
+        at = out.columns.get_loc("base_value") + 1
+        out.insert(at, "output_sd", expl.output_sd)
+        if expl.what == "context" and expl.base_value_sd is not None:
+            out.insert(at + 1, "base_value_sd", expl.base_value_sd)
+    return out
 
 
 def interaction_table(inter: InteractionExplanation, table: pd.DataFrame) -> pd.DataFrame:

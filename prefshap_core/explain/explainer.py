@@ -58,6 +58,7 @@ from prefshap_core.explain.shapley.coalitions import (
 from prefshap_core.explain.shapley.exact import ExactShapley
 from prefshap_core.explain.shapley.sampled import SampledShapley
 from prefshap_core.explain.shapley.stratified import SampledCoalitions
+from prefshap_core.explain.uncertainty_pass import SdTracker, explanation_sds, start_tracking
 from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA, DEFAULT_CONTEXT_CME_LAMBDA
 from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress, ensure_progress
@@ -143,9 +144,15 @@ class Explainer:
             exact = isinstance(coalitions, CoalitionSet)
             estimator = ExactShapley(coalitions) if exact else SampledShapley(coalitions)
             stage = f"explaining {options.what} features"
-            base_u, outputs_u, (phi_u, se_u) = self._run(
-                canon, coalitions, estimator, progress, stage
-            )
+            tracker = self._tracker(coalitions)
+            try:
+                base_u, outputs_u, (phi_u, se_u) = self._run(
+                    canon, coalitions, estimator, progress, stage, tracker
+                )
+            finally:
+                if tracker is not None:
+                    self._game = game
+            watched = None if tracker is None else tracker.finish(len(canon.batch.left))
         sign = canon.sign
         values = phi_u[canon.inverse] * sign[:, None]
         standard_errors = se_u[canon.inverse]
@@ -154,6 +161,7 @@ class Explainer:
             flip = sign < 0
             values[flip] = values[flip][:, swap]
             standard_errors[flip] = standard_errors[flip][:, swap]
+        uncertainty = self._uncertainty(canon, coalitions, watched)
         space = game.space
         if options.what == "items":
             data, labels = player_differences(space, left_side.rows, right_side.rows)
@@ -179,7 +187,20 @@ class Explainer:
             data_labels=labels,
             context_values=context_values,
             meta=self._meta(coalitions, start, len(canon.batch.left)),
+            **uncertainty,
         )
+
+    def _tracker(self, coalitions: Any) -> SdTracker | None:
+        """Watches the pass for the sds when asked for them (explain.uncertainty_pass)."""
+        return start_tracking(self, coalitions) if self.options.uncertainty else None
+
+    def _uncertainty(
+        self, canon: CanonicalDuels, coalitions: Any, watched: Any = None
+    ) -> dict[str, np.ndarray]:
+        """sd, output_sd, base_value_sd per input duel when asked for (sign-free)."""
+        if not self.options.uncertainty:
+            return {}
+        return explanation_sds(self, canon, coalitions, watched)
 
     def coalition_values(
         self,
@@ -295,8 +316,13 @@ class Explainer:
         estimator: Any,
         progress: Progress,
         stage: str,
+        tracker: SdTracker | None = None,
     ) -> tuple[np.ndarray, np.ndarray, Any]:
-        """Boundary values and the estimator's result for every distinct duel."""
+        """Boundary values and the estimator's result for every distinct duel.
+
+        ``tracker``: sds are collected too, so duel groups are also bounded by its
+        per-centre values (p x duels x M; the split changes no number).
+        """
         assert self._game is not None and self._backend is not None
         game, options = self._game, self.options
         self._backend.begin_call()
@@ -312,7 +338,10 @@ class Explainer:
             else default_task_coalitions(coalitions.n_coalitions, coalitions.n_players)
         )
         slices = coalition_slices(coalitions.n_coalitions, per_task)
-        groups = bounded_duel_groups(len(v_full), coalitions.n_coalitions)
+        width = coalitions.n_coalitions
+        if tracker is not None:
+            width = max(width, coalitions.n_players * self.function.n_centres)
+        groups = bounded_duel_groups(len(v_full), width)
         results = []
         for g, rows in enumerate(groups):
             span = progress.span(g / len(groups), (g + 1) / len(groups))

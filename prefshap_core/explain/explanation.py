@@ -45,6 +45,10 @@ class Explanation:
     # context is shared by both sides, so views never flip it.
     context_values: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # Posterior sds (ExplainOptions(uncertainty=True)); None without a posterior.
+    sd: np.ndarray | None = None  # (q, p), the shape of values
+    output_sd: np.ndarray | None = None  # (q,)
+    base_value_sd: np.ndarray | None = None  # (q,); 0 for items, sd of g_bar for context
 
     def __post_init__(self) -> None:
         q, p = np.shape(self.values)
@@ -80,13 +84,15 @@ class Explanation:
         left_ids, right_ids = swap(self.left_ids, self.right_ids)
         left_labels, right_labels = swap(self.left_labels, self.right_labels)
         values, data = self.values * col, self.data * col
-        errors, data_labels = self.standard_errors, self.data_labels
+        errors, data_labels, sd = self.standard_errors, self.data_labels, self.sd
         if self.what == "sides":  # left:<g> and right:<g> exchange places too
             values, data = _swap_sides(values, flip), _swap_sides(data, flip)
             errors, data_labels = _swap_sides(errors, flip), _swap_sides(data_labels, flip)
+            sd = _swap_sides(sd, flip)
         return replace(
             self,
             values=values,
+            sd=sd,
             data=data,
             standard_errors=errors,
             base_values=self.base_values * s,
@@ -146,6 +152,9 @@ class Explanation:
             right_labels=take(self.right_labels),
             data_labels=take(self.data_labels),
             context_values=take(self.context_values),
+            sd=take(self.sd),
+            output_sd=take(self.output_sd),
+            base_value_sd=take(self.base_value_sd),
         )
 
     # -- summaries ---------------------------------------------------------------

@@ -211,9 +211,17 @@ class ExplainOptions:
     task_coalitions: int | None = None
     factor_cache_bytes: int = 1 << 30
     executor: Any = field(default=None, compare=False, repr=False)
+    # Also the posterior sd of every value and output (explain.uncertainty).
+    uncertainty: bool = False
 
-    # The Shapley choice is in the key as key_fields spell it, not under its own name.
-    _NOT_IN_KEY: ClassVar[tuple[str, ...]] = ("executor", "factor_cache_bytes", "shapley")
+    # The Shapley choice is in the key as key_fields spell it, not under its own name;
+    # uncertainty only when asked for (so the keys of plain explanations stay as they were).
+    _NOT_IN_KEY: ClassVar[tuple[str, ...]] = (
+        "executor",
+        "factor_cache_bytes",
+        "shapley",
+        "uncertainty",
+    )
 
     def __post_init__(self) -> None:
         _check(self.what in WHATS, f"what must be one of {WHATS}, got {self.what!r}")
@@ -241,4 +249,6 @@ class ExplainOptions:
         }
         out.update(self.shapley.key_fields())
         out["cme"] = {"method": self.cme.method, **asdict(self.cme)}
+        if self.uncertainty:  # only when asked: keys of earlier options stay as they were
+            out["uncertainty"] = True
         return json.dumps(out, sort_keys=True, default=str)

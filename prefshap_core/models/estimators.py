@@ -32,6 +32,7 @@ from prefshap_core.models.hyperparameters import (
     median_lengthscales,
     scale_candidates,
 )
+from prefshap_core.models.posterior import with_training_posterior
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.models.search import PathFitter, cross_validate, select_on_holdout
 from prefshap_core.progress import Progress, ensure_progress
@@ -192,6 +193,10 @@ class PreferenceModel:
         # not here: fitting a preference function needs no explainer.
         self.cme_lambda_ = DEFAULT_CME_LAMBDA if self.cme_lambda is None else float(self.cme_lambda)
         self.function_ = self._function(data, centre_duels, alpha, train)
+        if self.loss == "logistic":  # the squared loss has no likelihood to read one from
+            self.function_ = with_training_posterior(
+                self.function_, data, train, chosen.penalty, fitter.solver, compute, self.seed
+            )
         self.fit_seconds_ = time.perf_counter() - start
         self.function_.metadata.update(self._metadata(data))
         progress.update("Done", 1.0)

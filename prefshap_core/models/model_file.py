@@ -53,6 +53,7 @@ DOCUMENTED_ARRAYS = {
     "context_cme_lambda": "cgpm",
     "context_group_names": "optional",
     "context_feature_group": "optional",
+    "posterior_factor": "optional",  # (M, r) F, Sigma ~= F F^T: the uncertainty
 }
 # Longest metadata JSON read (it is informational; a deep or huge one is refused).
 _MAX_METADATA_CHARS = 1_000_000
@@ -95,6 +96,8 @@ def model_arrays(fn: PreferenceFunction) -> dict[str, np.ndarray]:
             context_group_names=_str_array(ctx.group_names),
             context_feature_group=ctx.feature_group.astype(np.int64),
         )
+    if fn.posterior_factor is not None:
+        arrays["posterior_factor"] = np.asarray(fn.posterior_factor, dtype=np.float64)
     assert set(arrays) <= set(DOCUMENTED_ARRAYS), "undocumented array"
     return arrays
 
@@ -269,6 +272,8 @@ def _function_from_arrays(arrays: dict[str, np.ndarray], name: str) -> Preferenc
         utility_weight=utility_weight,
         metadata=metadata,
     )
+    if "posterior_factor" in arrays:
+        fields["posterior_factor"] = _posterior_factor(r, m)
     if kind == "cgpm":
         ctx_space = r.space(
             "context_names",
@@ -296,6 +301,16 @@ def _function_from_arrays(arrays: dict[str, np.ndarray], name: str) -> Preferenc
             context_cme_lambda=context_cme_lambda,
         )
     return PreferenceFunction(**fields)
+
+
+def _posterior_factor(r: _Reader, m: int) -> np.ndarray:
+    """The optional (M, r) posterior factor: float, 1 <= r <= M columns, finite."""
+    if r.get("posterior_factor").dtype.kind != "f":
+        raise r.fail("'posterior_factor' must be a float array")
+    factor = r.floats("posterior_factor", (m, None))
+    if not 1 <= factor.shape[1] <= m:
+        raise r.fail(f"'posterior_factor' has {factor.shape[1]} columns, expected 1 to {m}")
+    return factor
 
 
 def _str_array(values: Any) -> np.ndarray:

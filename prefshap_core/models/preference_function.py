@@ -32,6 +32,7 @@ import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
+from prefshap_core.errors import NotFittedError
 from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.kernels.rows import unique_rows
 from prefshap_core.models.centres import GameCentres
@@ -59,6 +60,8 @@ class PreferenceFunction:
     context_cme_lambda: float | None = None
     utility_weight: float = 0.0  # w of the sum kernel k_E + w k_UPM (gpm, cgpm)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # (M, r) F with Sigma ~= F F^T, the Laplace posterior of alpha (models.posterior)
+    posterior_factor: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -82,6 +85,9 @@ class PreferenceFunction:
             missing = [name for name in needed if getattr(self, name) is None]
             if missing:
                 raise ValueError(f"a C-GPM needs {', '.join(missing)}")
+        factor = self.posterior_factor
+        if factor is not None and (np.ndim(factor) != 2 or np.shape(factor)[0] != m):
+            raise ValueError(f"posterior_factor must be ({m}, r), got {np.shape(factor)}")
 
     # -- sizes -------------------------------------------------------------------
     @property
@@ -272,19 +278,84 @@ class PreferenceFunction:
             diff = k_left - k_right if utility_weight != 0 else None
             for start in range(0, len(keys), chunk):
                 kk = keys_t[start : start + chunk]
-                ia, ib = kk[:, 0], kk[:, 1]
-                if gpm_weight == 0:
-                    assert diff is not None
-                    pair = utility_weight * (diff[:, ia] - diff[:, ib])
-                else:
-                    pair = k_left[:, ia] * k_right[:, ib] - k_left[:, ib] * k_right[:, ia]
-                    if diff is not None:
-                        pair = pair + utility_weight * (diff[:, ia] - diff[:, ib])
+                pair = _pair_brackets(k_left, k_right, diff, kk[:, 0], kk[:, 1], terms)
                 w = alpha[:, None] * ku[:, kk[:, 2]] if with_context else alpha[:, None]
                 values[start : start + chunk] = (w * pair).sum(0)
         g = values.cpu().numpy().astype(np.float64)[inverse] * sign
         g[left == right] = 0.0
         return g
+
+    def centre_brackets_on_pool(
+        self,
+        pool: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        context_pool: np.ndarray | None = None,
+        context_index: np.ndarray | None = None,
+        compute: Compute | None = None,
+        context_factor: bool = True,
+    ) -> torch.Tensor:
+        """(q, M) ``b(x)``, each centre's bracket per duel: ``g = b(x) @ alpha``.
+
+        The brackets :meth:`decision_on_pool` sums (same orientation rule, C-GPM
+        context factor ``k_U(cu_j, u)``, or its context average without context;
+        ``context_factor=False``: the item brackets alone).
+        """
+        compute = compute or Compute()
+        left = np.asarray(left, dtype=np.int64)
+        right = np.asarray(right, dtype=np.int64)
+        terms = (0.0, 1.0) if self.kind == "upm" else (1.0, self.utility_weight)
+        sign = compute.tensor(np.where(left > right, -1.0, 1.0))
+        ia = compute.index(np.minimum(left, right))
+        ib = compute.index(np.maximum(left, right))
+        k_left, k_right = self.centre_kernels(pool, compute)
+        diff = k_left - k_right if terms[1] != 0 else None
+        brackets = _pair_brackets(k_left, k_right, diff, ia, ib, terms) * sign[None, :]
+        if self.kind == "cgpm" and context_factor:
+            if context_pool is not None:
+                ku = self.context_kernel_to_centres(context_pool, compute)
+                brackets = brackets * ku[:, compute.index(np.asarray(context_index))]
+            else:  # the context average: alpha_j's factor in averaged_alpha
+                assert self.contexts is not None and self.context_weights is not None
+                ku = self.context_kernel_to_centres(self.contexts, compute)
+                w = compute.tensor(self.context_weights)
+                brackets = brackets * ((ku @ w) / w.sum())[:, None]
+        return brackets.T
+
+    def decision_sd(
+        self,
+        x_left: np.ndarray,
+        x_right: np.ndarray,
+        u: np.ndarray | None = None,
+        compute: Compute | None = None,
+    ) -> np.ndarray:
+        """Posterior sd of g, ``sqrt(b(x)^T F F^T b(x))``; the call form of :meth:`decision`."""
+        return self.decision_sd_on_pool(*self._pooled(x_left, x_right, u), compute=compute)
+
+    def decision_sd_on_pool(
+        self,
+        pool: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        context_pool: np.ndarray | None = None,
+        context_index: np.ndarray | None = None,
+        compute: Compute | None = None,
+        chunk: int = 4096,
+    ) -> np.ndarray:
+        """Posterior sd of g for duels on a pool (:meth:`decision_on_pool`'s form)."""
+        from prefshap_core.models.posterior import decision_sd_on_pool
+
+        duels = (pool, left, right, context_pool, context_index)
+        return decision_sd_on_pool(self, *duels, compute=compute or Compute(), chunk=chunk)
+
+    def require_posterior(self) -> np.ndarray:
+        """The posterior factor F, or an error that says to retrain."""
+        if self.posterior_factor is None:
+            raise NotFittedError(
+                "this model file has no posterior (posterior_factor), so it has no "
+                "uncertainty: retrain it with this version (logistic loss) to get one"
+            )
+        return self.posterior_factor
 
     def decision_matrix(self, pool: np.ndarray, compute: Compute | None = None) -> np.ndarray:
         """(P, P) ``G_ab = g(pool_a, pool_b)`` for every pair of ``pool`` rows.
@@ -352,6 +423,29 @@ class PreferenceFunction:
             raise KeyError(f"item id {err.args[0]!r} is not in the model's items") from None
         ctx_pool, ctx_index = self._context_rows(u)
         return self.decision_on_pool(self.items, left, right, ctx_pool, ctx_index, compute)
+
+
+def _pair_brackets(
+    k_left: torch.Tensor,
+    k_right: torch.Tensor,
+    diff: torch.Tensor | None,
+    ia: torch.Tensor,
+    ib: torch.Tensor,
+    terms: tuple[float, float],
+) -> torch.Tensor:
+    """(M, c) each centre's bracket for duels (pool rows ``ia`` vs ``ib``), no alpha.
+
+    ``terms = (gpm_weight, utility_weight)`` as in ``_bracket_sum``; ``diff`` is
+    ``k_left - k_right`` (None when the utility weight is 0).
+    """
+    gpm_weight, utility_weight = terms
+    if gpm_weight == 0:
+        assert diff is not None
+        return utility_weight * (diff[:, ia] - diff[:, ib])
+    pair = k_left[:, ia] * k_right[:, ib] - k_left[:, ib] * k_right[:, ia]
+    if diff is not None:
+        pair = pair + utility_weight * (diff[:, ia] - diff[:, ib])
+    return pair
 
 
 def as_preference_function(model: Any) -> PreferenceFunction:

@@ -1,0 +1,304 @@
+"""Posterior standard deviations of exact Pref-SHAP values (docs/method.md, "Uncertainty").
+
+Every coalition value is linear in the coefficients: ``v_S(d) = beta_S(d) @ alpha``
+with ``beta_S(d)`` (M,) each centre's bracket under the coalition's embeddings, and
+so is every exact Shapley value: ``phi_i(d) = Phi_i(d) @ alpha`` with
+``Phi_i(d) = sum_S A[i, S] beta_S(d)`` (``A``: :func:`exact_shapley_matrix`). Under
+the posterior ``alpha ~ N(alpha_hat, F F^T)``
+
+    sd(phi_i(d)) = || Phi_i(d) @ F ||,   sd(g(d)) = || b(d) @ F ||,
+
+exactly, with ``b`` the model's centre brackets (the full coalition). The
+embeddings ``Gamma_S`` are the game's own (its CME backend), so ``Phi`` is built
+from the same numbers as the values; ``Phi`` is accumulated for groups of duels
+(p x duels x M at most ``_MAX_PHI_ELEMENTS``), coalitions in batches by one GEMM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from prefshap_core.compute import Compute
+from prefshap_core.explain.games.base import DuelBatch
+from prefshap_core.explain.shapley.coalitions import bits_from_masks, masks_from_bits
+from prefshap_core.explain.shapley.exact import exact_shapley_matrix
+from prefshap_core.kernels.rbf import rbf_gram
+from prefshap_core.kernels.rows import unique_rows
+from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.progress import checkpoint
+
+MAX_PHI_ELEMENTS = 1 << 25  # (p, duels, M) float64 held at once: 256 MB
+_MAX_BRACKET_ELEMENTS = 1 << 24  # (coalitions, duels, M) brackets per GEMM: 128 MB
+
+
+@dataclass(frozen=True)
+class ValueSD:
+    values: np.ndarray  # (D, p) sd of each Shapley value
+    outputs: np.ndarray  # (D,) sd of v(full), the model output
+    base_values: np.ndarray  # (D,) sd of v(empty) (0 for items)
+
+
+def exact_value_sd(
+    game,
+    batch: DuelBatch,
+    masks: np.ndarray,
+    compute: Compute,
+    linear_map: np.ndarray | None = None,
+) -> ValueSD:
+    """sd of exact values of the item or context ``game`` for ``batch``'s duels.
+
+    ``masks``: all ``2^p`` coalitions in bit order (an exact ``CoalitionSet``);
+    ``linear_map``: (k, 2^p) from coalition values to the values asked for (default
+    the Shapley values' :func:`exact_shapley_matrix`; interactions: theirs).
+    """
+    fn: PreferenceFunction = game.fn
+    factor = compute.tensor(fn.require_posterior())
+    brackets = BRACKETS[game.what](game, batch)
+    n_duels, m = batch.n_duels, fn.n_centres
+    if linear_map is None:
+        linear_map = exact_shapley_matrix(masks.shape[1])
+    matrix = compute.tensor(np.array(linear_map))  # a copy: the interactions' is read-only
+    p, n_players = matrix.shape[0], masks.shape[1]
+    sizes = masks.sum(1)
+    per_duel = p * m + getattr(brackets, "elements_per_duel", 0)
+    group = max(1, MAX_PHI_ELEMENTS // max(1, per_duel))
+    sd = np.zeros((n_duels, p))
+    for lo in range(0, n_duels, group):
+        rows = np.arange(lo, min(lo + group, n_duels))
+        empty, full = brackets.boundary(rows)  # (r, M) each
+        phi = torch.zeros((p, len(rows) * m), dtype=compute.torch_dtype, device=factor.device)
+        step = max(1, _MAX_BRACKET_ELEMENTS // max(1, len(rows) * m))
+        for start in range(0, len(masks), step):
+            checkpoint()
+            chunk = np.arange(start, min(start + step, len(masks)))
+            stack = torch.empty((len(chunk), len(rows), m), dtype=phi.dtype, device=phi.device)
+            proper = (sizes[chunk] > 0) & (sizes[chunk] < n_players)
+            stack[sizes[chunk] == 0] = empty
+            stack[sizes[chunk] == n_players] = full
+            if proper.any():
+                stack[torch.as_tensor(proper)] = brackets.coalitions(masks[chunk[proper]], rows)
+            phi += matrix[:, chunk] @ stack.reshape(len(chunk), -1)
+        phi_f = phi.reshape(p, len(rows), m) @ factor  # (p, r, rank)
+        sd[rows] = torch.linalg.vector_norm(phi_f, dim=2).T.cpu().numpy()
+    empty, full = brackets.boundary(np.arange(n_duels))
+    return ValueSD(sd, _norm(full @ factor), _norm(empty @ factor))
+
+
+def _norm(x: torch.Tensor) -> np.ndarray:
+    return torch.linalg.vector_norm(x, dim=1).cpu().numpy()
+
+
+class _ItemBrackets:
+    """beta_S(d) of the item game: its value function with alpha left out (C-GPM: averaged)."""
+
+    def __init__(self, game, batch: DuelBatch) -> None:
+        fn, c = game.fn, game.compute
+        self.fn, self.compute, self.batch = fn, c, batch
+        m = fn.n_centres
+        _, index = unique_rows(np.vstack([fn.centres_left, fn.centres_right]))
+        self.cl, self.cr = c.index(index[:m]), c.index(index[m:])
+        self.kappa = _context_average(fn, c)
+        self.embedding, self._universe = game.embedding, None
+
+    @property
+    def universe(self):
+        if self._universe is None:  # bound only when this pass solves its own embeddings
+            self._universe = self.embedding.bind(self.batch.items)
+        return self._universe
+
+    def boundary(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        b, fn = self.batch, self.fn
+        full = fn.centre_brackets_on_pool(b.items, b.left[rows], b.right[rows], None, None,
+                                          self.compute)  # fmt: skip
+        return torch.zeros_like(full), full
+
+    def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        return self.from_gammas(self.embedding.gammas(masks, self.universe), rows)
+
+    def from_gammas(
+        self, gammas, rows: np.ndarray, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(K, r, M) brackets from the coalitions' (Gamma, query column) pairs (into ``out``).
+
+        Gathered duel rows first (``Gamma^T[a]``: contiguous rows), then the centres'
+        columns: the same products as the value function, laid out (duels, M).
+        """
+        fn, c = self.fn, self.compute
+        m = fn.n_centres
+        if out is None:
+            out = torch.empty((len(gammas), len(rows), m), dtype=c.torch_dtype,
+                              device=c.torch_device)  # fmt: skip
+        for k, (gamma, query_column) in enumerate(gammas):
+            g_t = gamma.T.contiguous()  # (classes, centre rows)
+            at_a = g_t[c.index(query_column[self.batch.left[rows]])]  # (r, centre rows)
+            at_b = g_t[c.index(query_column[self.batch.right[rows]])]
+            a_l, a_r = at_a[:, self.cl], at_a[:, self.cr]  # G(cl_j, a), G(cr_j, a): (r, M)
+            b_l, b_r = at_b[:, self.cl], at_b[:, self.cr]
+            pair = out[k]
+            if fn.kind == "upm":
+                torch.sub(a_l - a_r, b_l - b_r, out=pair)
+            else:
+                torch.sub(a_l * b_r, b_l * a_r, out=pair)
+                if fn.utility_weight != 0:
+                    pair += fn.utility_weight * ((a_l - a_r) - (b_l - b_r))
+            if self.kappa is not None:
+                pair *= self.kappa[None, :]
+        return out
+
+
+class _SidesBrackets:
+    """beta_(S_l, S_r)(d) of the side game: its value function with alpha left out.
+
+    ``L = G_{S_l}(centres, x_l)``, ``R = G_{S_r}(centres, x_r)`` (boundary side
+    coalitions by definition: the mean embedding and ``K``), and per centre
+    ``kappa_j [L(cl_j) R(cr_j) - R(cl_j) L(cr_j) + c (L(cl_j) - L(cr_j) - R(cl_j) + R(cr_j))]``
+    (UPM: no product term, c = 1). Every side coalition's embedding is gathered at the
+    group's duels once.
+    """
+
+    def __init__(self, game, batch: DuelBatch) -> None:
+        fn, c = game.fn, game.compute
+        self.game, self.fn, self.compute, self.batch = game, fn, c, batch
+        m = fn.n_centres
+        centre_rows, index = unique_rows(np.vstack([fn.centres_left, fn.centres_right]))
+        self.cl, self.cr = c.index(index[:m]), c.index(index[m:])
+        self.kappa = _context_average(fn, c)
+        self.n_groups = game.n_groups
+        self.embedding = game.items.embedding
+        self.universe = self.embedding.bind(batch.items)
+        self.full = rbf_gram(
+            c.tensor(centre_rows), c.tensor(batch.items), c.tensor(fn.lengthscales)
+        )
+        self.elements_per_duel = 2 * 2**self.n_groups * len(centre_rows)
+        self._gathered: tuple[int, torch.Tensor, torch.Tensor] | None = None
+
+    def boundary(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        b, fn = self.batch, self.fn
+        full = fn.centre_brackets_on_pool(b.items, b.left[rows], b.right[rows], None, None,
+                                          self.compute)  # fmt: skip
+        return torch.zeros_like(full), full
+
+    def _sides(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """(2^p, n_rows, r) every side coalition's embedding at the left / right items."""
+        if self._gathered is not None and self._gathered[0] == int(rows[0]):
+            return self._gathered[1], self._gathered[2]
+        c, p = self.compute, self.n_groups
+        a, b = c.index(self.batch.left[rows]), c.index(self.batch.right[rows])
+        masks = masks_from_bits(np.arange(2**p), p)
+        left, right = [], []
+        proper = iter(self.embedding.gammas(masks[1:-1], self.universe)) if p > 1 else iter(())
+        for code in range(2**p):
+            if code == 0:
+                mean = self.game._mean_embedding[:, None]
+                left.append(mean.expand(-1, len(rows)))
+                right.append(mean.expand(-1, len(rows)))
+                continue
+            if code == 2**p - 1:
+                gamma, column = self.full, np.arange(len(self.batch.items))
+            else:
+                gamma, column = next(proper)
+            col = c.index(column)
+            left.append(gamma[:, col[a]])
+            right.append(gamma[:, col[b]])
+        self._gathered = (int(rows[0]), torch.stack(left), torch.stack(right))
+        return self._gathered[1], self._gathered[2]
+
+    def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        fn, p = self.fn, self.n_groups
+        left_all, right_all = self._sides(rows)
+        weight = 1.0 if fn.kind == "upm" else float(fn.utility_weight)
+        out = []
+        for code_l, code_r in zip(bits_from_masks(masks[:, :p]), bits_from_masks(masks[:, p:]),
+                                  strict=True):  # fmt: skip
+            big_l, big_r = left_all[int(code_l)], right_all[int(code_r)]
+            ll, lr = big_l[self.cl], big_l[self.cr]  # L(cl_j), L(cr_j): (M, r)
+            rl, rr = big_r[self.cl], big_r[self.cr]
+            pair = weight * ((ll - lr) - (rl - rr))
+            if fn.kind != "upm":
+                pair = ll * rr - rl * lr + pair
+            if self.kappa is not None:
+                pair = pair * self.kappa[:, None]
+            out.append(pair.T)
+        return torch.stack(out)
+
+
+class _ContextBrackets:
+    """beta_S(d) of the context game: ``GammaU[cu_j, u_d] Xi_j(d)``."""
+
+    def __init__(self, game, batch: DuelBatch) -> None:
+        fn, c = game.fn, game.compute
+        self.fn, self.compute, self.batch = fn, c, batch
+        _, index = unique_rows(np.asarray(fn.centres_context))
+        self.cu = c.index(index)
+        self.embedding, self._universe = game.embedding, None
+        self.xi = fn.centre_brackets_on_pool(
+            batch.items, batch.left, batch.right, None, None, c, context_factor=False
+        )  # (D, M)
+
+    def boundary(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        b, fn, c = self.batch, self.fn, self.compute
+        empty = fn.centre_brackets_on_pool(b.items, b.left[rows], b.right[rows], None, None, c)
+        full = fn.centre_brackets_on_pool(
+            b.items, b.left[rows], b.right[rows], b.contexts, b.context[rows], c
+        )
+        return empty, full
+
+    @property
+    def universe(self):
+        if self._universe is None:
+            self._universe = self.embedding.bind(np.asarray(self.batch.contexts))
+        return self._universe
+
+    def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        return self.from_gammas(self.embedding.gammas(masks, self.universe), rows)
+
+    def from_gammas(
+        self, gammas, rows: np.ndarray, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(K, r, M) ``GammaU[cu_j, u_d] Xi_j(d)`` (into ``out``)."""
+        c = self.compute
+        xi = self.xi[c.index(rows)]
+        if out is None:
+            out = torch.empty((len(gammas), *xi.shape), dtype=xi.dtype, device=xi.device)
+        for k, (gamma, query_column) in enumerate(gammas):
+            u = c.index(query_column[self.batch.context[rows]])
+            torch.mul(gamma.T.contiguous()[u][:, self.cu], xi, out=out[k])
+        return out
+
+
+BRACKETS = {"items": _ItemBrackets, "context": _ContextBrackets, "sides": _SidesBrackets}
+
+
+def _context_average(fn: PreferenceFunction, compute: Compute) -> torch.Tensor | None:
+    """A C-GPM's per-centre context average ``mean_u k_U(u, cu_j)`` (None otherwise)."""
+    if fn.kind != "cgpm":
+        return None
+    assert fn.contexts is not None and fn.context_weights is not None
+    ku = fn.context_kernel_to_centres(fn.contexts, compute)
+    w = compute.tensor(fn.context_weights)
+    return (ku @ w) / w.sum()
+
+
+def interaction_sd(explainer, left: np.ndarray, right: np.ndarray) -> ValueSD:
+    """sd of the exact pairwise interactions (and of g) for duels given as the explainer's.
+
+    ``explainer``: an item :class:`Explainer`; values in input order (sds have no sign).
+    """
+    from prefshap_core.explain.duels import canonical_duels, resolve_side
+    from prefshap_core.explain.interactions import exact_interaction_matrix
+    from prefshap_core.explain.shapley.coalitions import all_coalitions
+
+    fn = explainer.function
+    with explainer._lock:
+        rows_l = resolve_side(fn, left, "left").rows
+        rows_r = resolve_side(fn, right, "right").rows
+        canon = canonical_duels(rows_l, rows_r, None)
+        game = explainer._ensure_game(canon)
+        p = game.space.n_groups
+        sd = exact_value_sd(game, canon.batch, all_coalitions(p).masks, explainer.compute,
+                            exact_interaction_matrix(p))  # fmt: skip
+    inverse = canon.inverse
+    return ValueSD(sd.values[inverse], sd.outputs[inverse], sd.base_values[inverse])

@@ -1,0 +1,183 @@
+"""The Laplace posterior of a fit: the formula, the factor's rank, the model file."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from prefshap_core.compute import Compute
+from prefshap_core.datasets.synthetic import gpm_generated
+from prefshap_core.errors import ModelFileError, NotFittedError
+from prefshap_core.explain.reference import random_preference_function
+from prefshap_core.kernels.pair import DuelIndex, PairKernel
+from prefshap_core.models.estimators import CGPM, GPM, UPM
+from prefshap_core.models.model_file import load_model, model_arrays, save_model
+from prefshap_core.models.posterior import laplace_posterior
+from prefshap_core.paths import repo_root
+from prefshap_core.solvers.options import SolverOptions
+
+CONTEXT_GROUPS = [("indoor", 1), ("surface", 3)]
+
+
+def _data(kind: str):
+    data = gpm_generated(n_items=40, n_duels=300, d=3, seed=3)
+    if kind != "cgpm":
+        return data
+    rng = np.random.default_rng(0)
+    contexts = rng.normal(size=(4, 2))
+    return replace(
+        data,
+        contexts=contexts,
+        context_index=rng.integers(0, 4, data.n_duels),
+        context_space=random_preference_function(
+            "cgpm", context_groups=[("u1", 1), ("u2", 1)], seed=1
+        ).context_space,
+    )
+
+
+def _fit(kind: str, weight: float):
+    model = {"gpm": GPM, "upm": UPM, "cgpm": CGPM}[kind]
+    params = dict(n_centres=15, penalty=1e-3, lengthscale_scale=2.0, seed=0, selection="holdout")
+    if kind != "upm":
+        params["utility_weight"] = weight
+    if kind == "cgpm":
+        params["context_lengthscales"] = np.array([1.5, 1.5])
+    data = _data(kind)
+    return model(**params).fit(data), data
+
+
+def _direct_sigma(model, data) -> np.ndarray:
+    """``(K_nM^T W K_nM + n lam (K_MM + j I))^-1`` from the training kernel, densely."""
+    fn = model.function_
+    info = fn.metadata["posterior"]
+    train = model.train_duels_
+    ctx = data.context_index[train] if fn.kind == "cgpm" else None
+    duels = DuelIndex.from_arrays(data.left[train], data.right[train], ctx)
+    kernel = PairKernel(
+        fn.kind, data.items, fn.lengthscales,
+        data.contexts if fn.kind == "cgpm" else None, fn.context_lengthscales, Compute(),
+    )  # fmt: skip
+    if fn.kind != "upm":
+        kernel = kernel.with_utility_weight(fn.utility_weight)
+    centres = np.sort(
+        np.random.default_rng(model.seed).choice(len(train), fn.n_centres, replace=False)
+    )
+    k_nm = kernel.matrix(duels, duels.subset(torch.as_tensor(centres))).numpy()
+    k_mm = k_nm[centres]
+    np.testing.assert_allclose(k_nm @ fn.alpha, model.decision_function(data, train), atol=1e-10)
+    p = 1.0 / (1.0 + np.exp(-(k_nm @ fn.alpha)))
+    n, m = len(train), fn.n_centres
+    assert info["n_duels"] == n and info["penalty"] == model.penalty_
+    h = k_nm.T @ (k_nm * (p * (1 - p))[:, None]) + n * info["penalty"] * (
+        k_mm + info["jitter"] * np.eye(m)
+    )
+    return np.linalg.inv(h)
+
+
+@pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 2.0), ("upm", 0.0), ("cgpm", 1.0)])
+def test_posterior_equals_the_dense_formula(kind, weight):
+    model, data = _fit(kind, weight)
+    fn = model.function_
+    sigma = _direct_sigma(model, data)
+    train = model.train_duels_
+    with_context = kind == "cgpm"
+    full = laplace_posterior(
+        fn, data.items, data.left[train], data.right[train], data.y[train], model.penalty_,
+        SolverOptions().jitter_for(torch.float64),
+        data.contexts if with_context else None,
+        data.context_index[train] if with_context else None,
+        trace_share=1.0,
+    ).factor  # fmt: skip
+    assert full.shape == (fn.n_centres, fn.n_centres)
+    error = np.linalg.norm(full @ full.T - sigma) / np.linalg.norm(sigma)
+    assert error < 1e-8
+    # The stored factor keeps at least 99.9 % of trace(Sigma).
+    stored = fn.posterior_factor
+    assert stored.shape[1] == fn.metadata["posterior"]["rank"] <= fn.n_centres
+    assert np.trace(stored @ stored.T) >= 0.999 * np.trace(sigma)
+
+
+def test_squared_loss_models_have_no_posterior():
+    data = _data("gpm")
+    model = GPM(n_centres=15, penalty=1e-3, lengthscale_scale=2.0, loss="squared").fit(data)
+    assert model.function_.posterior_factor is None
+    assert "posterior" not in model.function_.metadata
+    with pytest.raises(NotFittedError, match="retrain"):
+        model.function_.decision_sd(data.items[:2], data.items[2:4])
+
+
+def test_large_data_use_a_seeded_subsample_of_the_duels():
+    model, data = _fit("gpm", 1.0)
+    fn, train = model.function_, model.train_duels_
+    args = (fn, data.items, data.left[train], data.right[train], data.y[train], 1e-3, 1e-13)
+    small = laplace_posterior(*args, max_duels=100, seed=4)
+    again = laplace_posterior(*args, max_duels=100, seed=4)
+    assert small.info["n_duels_used"] == 100 and small.info["n_duels"] == len(train)
+    np.testing.assert_array_equal(small.factor, again.factor)
+    whole = laplace_posterior(*args)
+    ratio = np.trace(small.factor @ small.factor.T) / np.trace(whole.factor @ whole.factor.T)
+    assert 0.5 < ratio < 2.0  # the same size: the data term is scaled by n / |S|
+
+
+def _with_factor(kind: str, seed: int = 0):
+    groups = [("a", 1), ("type", 3)]
+    extra = dict(context_groups=CONTEXT_GROUPS, n_contexts=5) if kind == "cgpm" else {}
+    fn = random_preference_function(kind, n_items=9, n_centres=8, groups=groups, seed=seed,
+                                    **extra)  # fmt: skip
+    if kind != "upm":
+        fn = replace(fn, utility_weight=0.5)
+    factor = np.random.default_rng(seed).standard_normal((fn.n_centres, 3))
+    return replace(fn, posterior_factor=factor)
+
+
+def test_model_file_round_trip_and_validation(tmp_path):
+    fn = _with_factor("gpm")
+    back = load_model(save_model(fn, tmp_path / "m.npz"))
+    np.testing.assert_array_equal(back.posterior_factor, fn.posterior_factor)
+    assert back.posterior_factor.dtype == np.float64
+    without = load_model(save_model(replace(fn, posterior_factor=None), tmp_path / "plain.npz"))
+    assert without.posterior_factor is None
+    assert int(np.load(tmp_path / "m.npz")["format_version"]) == 2  # optional: same version
+    arrays = model_arrays(fn)
+    bad = {
+        "wrong rows": np.ones((fn.n_centres + 1, 2)),
+        "no columns": np.ones((fn.n_centres, 0)),
+        "not finite": np.where(np.eye(fn.n_centres, 2) > 0, np.nan, 1.0),
+        "one-d": np.ones(fn.n_centres),
+        "strings": np.full((fn.n_centres, 2), "x"),
+    }
+    for name, value in bad.items():
+        np.savez(tmp_path / "bad.npz", **{**arrays, "posterior_factor": value})
+        with pytest.raises(ModelFileError, match="posterior_factor"):
+            load_model(tmp_path / "bad.npz")
+        assert name
+
+
+def _uncertainty_snippet() -> str:
+    text = (repo_root() / "docs" / "model-format.md").read_text(encoding="utf-8")
+    reader = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    snippet = re.findall(r"```py\n(.*?)```", text, flags=re.S)
+    assert len(reader) == 1 and len(snippet) == 1
+    return reader[0] + snippet[0]
+
+
+@pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
+def test_documented_output_sd_reader_matches_decision_sd(tmp_path, monkeypatch, kind):
+    fn = _with_factor(kind, seed=2)
+    save_model(fn, tmp_path / "model.npz")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(_uncertainty_snippet(), namespace)
+    x_l, x_r = fn.items[:5], fn.items[[3, 4, 5, 6, 0]]
+    want = fn.decision_sd(x_l, x_r)
+    assert want.min() > 0
+    np.testing.assert_allclose(namespace["output_sd"](x_l, x_r), want, rtol=1e-10)
+    if kind == "cgpm":
+        u = fn.contexts[np.arange(5) % len(fn.contexts)]
+        np.testing.assert_allclose(
+            namespace["output_sd"](x_l, x_r, u), fn.decision_sd(x_l, x_r, u), rtol=1e-10
+        )
