@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
+from prefshap_core.cli.data_flags import add_mapping_flags, mapping_from_flags
 from prefshap_core.cli.explain_input import (
     _contexts,
     _Duels,
@@ -60,6 +61,9 @@ from prefshap_core.cli.explain_output import explanation_table, interaction_tabl
 from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.csv_io import row_numbers
+from prefshap_core.data.encoding.spec import EncodingSpec
+from prefshap_core.data.encoding.tables import encode_rows
+from prefshap_core.data.layouts.explain_rows import ExplainDuels, explain_duels, side_rows
 from prefshap_core.data.readers import read_any
 from prefshap_core.explain import Explainer, ExplainOptions, cme_options
 from prefshap_core.explain.dask_executor import (
@@ -88,7 +92,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--model", required=True, help="model file (.npz, docs/model-format.md)")
-    parser.add_argument("--duels", required=True, help="CSV with left, right [, winner, context]")
+    parser.add_argument(
+        "--duels",
+        required=True,
+        help="CSV (or tsv/xlsx/parquet) of duels in any layout prefshap train reads",
+    )
     parser.add_argument("--out", required=True, help="CSV to write")
     parser.add_argument("--what", choices=WHATS, default="items")
     parser.add_argument("--exact", action="store_true", help="enumerate every coalition")
@@ -126,6 +134,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"seconds to reach --scheduler (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_mapping_flags(parser)
     parser.set_defaults(run=run)
 
 
@@ -177,18 +186,27 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     file_name = Path(args.duels).name
-    table = read_any(Path(args.duels), file_name=file_name)
+    given = explain_duels(
+        read_any(Path(args.duels), file_name=file_name), mapping_from_flags(args), file_name
+    )
+    table = given.table
     skipped = 0
-    if args.lenient:
+    covariate_sides = _outside_pool(given, fn, file_name)
+    if args.lenient and covariate_sides is None:
         table, rejected = _usable_rows(table, fn, file_name)
         target = args.rejected_out or Path(args.out).with_name(
             Path(args.out).stem + ".rejected.csv"
         )
         write_rejected(rejected, target, "prefshap explain")
         skipped = len(rejected)
+    if covariate_sides is None:
+        covariate_sides = (_ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name))
+        wide_outside_pool = False
+    else:
+        wide_outside_pool = True
     duels = _Duels(
-        left=_ids(table, fn, "left", file_name),
-        right=_ids(table, fn, "right", file_name),
+        left=covariate_sides[0],
+        right=covariate_sides[1],
         winners=None,
         ids=np.array([str(r) for r in row_numbers(table)]),
     )
@@ -199,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
             out, summary = _interactions(args, fn, duels, table, compute, executor)
         else:
             out, summary = _explanation(args, fn, duels, table, compute, executor)
+    if wide_outside_pool:  # alternatives outside the pool: named by their values
+        out["left"], out["right"] = table["left"].to_numpy(), table["right"].to_numpy()
     summary["executor"] = "in-process" if executor is None else repr(executor)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_csv(out, args.out, float_format="%.17g")  # ids and headers formula-safe
@@ -214,6 +234,23 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(json.dumps(summary), file=sys.stderr)
     return 0
+
+
+def _outside_pool(
+    given: ExplainDuels, fn: PreferenceFunction, file_name: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A wide table with alternatives not in the model's pool: both sides as covariate rows."""
+    if given.layout != "wide":
+        return None
+    known = set(np.asarray(fn.item_ids).astype(str).tolist())
+    ids = set(given.table["left"].tolist()) | set(given.table["right"].tolist())
+    if ids <= known:
+        return None
+    spec = EncodingSpec.from_feature_space(fn.item_space, "items")
+    return tuple(  # type: ignore[return-value]
+        encode_rows(side_rows(given, side), spec, file_name=file_name).model
+        for side in ("left", "right")
+    )
 
 
 def _explanation(

@@ -82,7 +82,7 @@ def train(
     start = time.perf_counter()
     progress = ensure_progress(progress)
     check_dataset_names(data.item_space, data.context_space)  # export columns stay unique
-    split = split_duels(data.n_duels, settings.seed)
+    split = split_duels(data.n_duels, settings.seed, groups=data.duel_groups)
     with_baseline = settings.baseline and settings.kind != "upm"
     main_share = 0.7 if with_baseline else 0.95
     n_features = data.item_space.n_features + (

@@ -1,0 +1,22 @@
+"""Reading data as it is published: the column mapping and the four layouts.
+
+long (one row per duel), counts (wins per pair), wide (a choice between two
+alternatives described on the row), rankings (items ranked within events).
+"""
+
+from prefshap_core.data.layouts.mapping import LAYOUTS, ColumnMapping
+from prefshap_core.data.layouts.reader import (
+    LayoutRead,
+    build_from_tables,
+    load_files,
+    read_layout,
+)
+
+__all__ = [
+    "LAYOUTS",
+    "ColumnMapping",
+    "LayoutRead",
+    "build_from_tables",
+    "load_files",
+    "read_layout",
+]
