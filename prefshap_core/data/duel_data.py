@@ -228,3 +228,21 @@ def _split_groups(groups: np.ndarray, seed: int, fractions: tuple[float, float, 
         validation=np.flatnonzero(of_duel == 1),
         test=np.flatnonzero(of_duel == 2),
     )
+
+
+def group_folds(groups: np.ndarray, seed: object, n_folds: int) -> list[np.ndarray]:
+    """Seeded folds of duel indices, whole groups each (``DuelData.duel_groups``)."""
+    names, codes = np.unique(groups, return_inverse=True)
+    order = np.random.default_rng(seed).permutation(len(names))  # type: ignore[arg-type]
+    parts = np.array_split(order, min(n_folds, len(names)))
+    return [np.flatnonzero(np.isin(codes, part)) for part in parts]
+
+
+def group_holdout(
+    groups: np.ndarray, duels: np.ndarray, seed: object
+) -> tuple[np.ndarray, np.ndarray]:
+    """``duels`` split into training and about a ninth held out, whole groups each."""
+    names, codes = np.unique(groups[duels], return_inverse=True)
+    order = np.random.default_rng(seed).permutation(len(names))  # type: ignore[arg-type]
+    held = np.isin(codes, order[: max(1, len(names) // 9)])
+    return np.sort(duels[~held]), np.sort(duels[held])
