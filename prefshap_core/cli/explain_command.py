@@ -191,33 +191,30 @@ def run(args: argparse.Namespace) -> int:
     )
     table = given.table
     skipped = 0
-    covariate_sides = _outside_pool(given, fn, file_name)
-    if args.lenient and covariate_sides is None:
+    outside = _outside_pool(given, fn, file_name)  # a wide table's unseen alternatives
+    if args.lenient and outside is None:
         table, rejected = _usable_rows(table, fn, file_name)
         target = args.rejected_out or Path(args.out).with_name(
             Path(args.out).stem + ".rejected.csv"
         )
         write_rejected(rejected, target, "prefshap explain")
         skipped = len(rejected)
-    if covariate_sides is None:
-        covariate_sides = (_ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name))
-        wide_outside_pool = False
+    if outside is None:
+        ids = (_ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name))
     else:
-        wide_outside_pool = True
+        ids = (table["left"].to_numpy(), table["right"].to_numpy())
+    left, right = outside or ids
     duels = _Duels(
-        left=covariate_sides[0],
-        right=covariate_sides[1],
-        winners=None,
-        ids=np.array([str(r) for r in row_numbers(table)]),
+        left=left, right=right, winners=None, ids=np.array([str(r) for r in row_numbers(table)])
     )
-    duels.winners = _winners(table, duels.left, duels.right, file_name)
+    duels.winners = _winners(table, *ids, file_name)
     compute = Compute(device=args.device, dtype=args.dtype)
     with _executor(args) as executor:
         if args.what == "interactions":
             out, summary = _interactions(args, fn, duels, table, compute, executor)
         else:
             out, summary = _explanation(args, fn, duels, table, compute, executor)
-    if wide_outside_pool:  # alternatives outside the pool: named by their values
+    if outside is not None:  # alternatives outside the pool: named by their values
         out["left"], out["right"] = table["left"].to_numpy(), table["right"].to_numpy()
     summary["executor"] = "in-process" if executor is None else repr(executor)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
