@@ -187,7 +187,10 @@ def run(args: argparse.Namespace) -> int:
         )
     file_name = Path(args.duels).name
     given = explain_duels(
-        read_any(Path(args.duels), file_name=file_name), mapping_from_flags(args), file_name
+        read_any(Path(args.duels), file_name=file_name),
+        mapping_from_flags(args),
+        file_name,
+        item_ids=fn.item_ids,
     )
     table = given.table
     skipped = 0

@@ -16,7 +16,7 @@ import pandas as pd
 from prefshap_core.data.csv_io import text_cells
 from prefshap_core.data.layouts.counts import find_count_columns
 from prefshap_core.data.layouts.long import long_duels
-from prefshap_core.data.layouts.mapping import ColumnMapping, require_column
+from prefshap_core.data.layouts.mapping import ColumnMapping, referenced_keys, require_column
 from prefshap_core.data.layouts.rankings import find_rankings, ranking_pairs
 from prefshap_core.data.layouts.wide import find_wide, wide_tables
 
@@ -31,8 +31,16 @@ class ExplainDuels:
     attributes: tuple[str, ...] = ()
 
 
-def explain_duels(table: pd.DataFrame, mapping: ColumnMapping, file_name: str) -> ExplainDuels:
-    """The duels of ``table`` (any layout) as long-format rows to explain."""
+def explain_duels(
+    table: pd.DataFrame,
+    mapping: ColumnMapping,
+    file_name: str,
+    item_ids: np.ndarray | None = None,
+) -> ExplainDuels:
+    """The duels of ``table`` (any layout) as long-format rows to explain.
+
+    ``item_ids`` (the model's): a rankings table's item column is the one holding them.
+    """
     overridden = mapping != ColumnMapping()
     columns = set(map(str, table.columns))
     plain = {"left", "right"} <= columns and "loser" not in columns
@@ -41,9 +49,13 @@ def explain_duels(table: pd.DataFrame, mapping: ColumnMapping, file_name: str) -
     ranked = find_rankings(table, mapping.event, mapping.rank)
     if ranked is not None and not {"left", "right"} <= columns:
         event, rank = ranked
-        item = mapping.left or "item"
+        others = [str(c) for c in table.columns if str(c) not in (event, rank)]
+        known = set(np.asarray(item_ids if item_ids is not None else []).astype(str).tolist())
+        item = mapping.left or next(
+            (c for c in others if referenced_keys(table, [c]) <= known and known), "item"
+        )
         require_column(table, item, "--left-column", file_name)
-        keep = [str(c) for c in table.columns if str(c) not in (event, rank, item)]
+        keep = [c for c in others if c != item]
         pairs = ranking_pairs(table, event, rank, item, keep, file_name)
         return ExplainDuels(_winner_from_y(pairs), "rankings")
     found = find_count_columns(table, mapping) if not {"winner", "y"} & columns else None
