@@ -9,7 +9,8 @@ Contract (scripts call it exactly so):
         [--scheduler tcp://HOST:8786 | --workers N] [--connect-timeout SECONDS]
 
 DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``winner``
-(an id, or ``left``/``right``), and for ``--what context`` the context: either one
+(an id, or ``left``/``right``), or any other layout ``prefshap train`` reads (winner /
+loser, ``y``, counts, wide choice tables, rankings; the column-mapping flags apply), and for ``--what context`` the context: either one
 column per model context column (``context_names``, raw values, standardised with the
 model's offset and scale), or one column per categorical context group holding its
 category (e.g. ``surface`` = ``Clay`` for columns ``surface=Clay``, ...).
