@@ -187,3 +187,13 @@ def test_python_loader_and_trained_model_equal_the_hand_reshaped_file(tmp_path):
     g = GPM(seed=1, **FIT).fit(data).decision_function(data)
     g_hand = GPM(seed=1, **FIT).fit(hand).decision_function(hand)
     np.testing.assert_allclose(g, g_hand, rtol=0, atol=1e-12)
+
+
+def test_paired_item_columns_with_a_winner_read_as_left_and_right():
+    items = pd.DataFrame({"player": ["a", "b", "c"], "x": [1.0, 2.0, 3.0]})
+    given = pd.DataFrame({"player1": ["a", "b", "c"], "player2": ["b", "c", "a"],
+                          "winner": ["a", "c", "c"]})  # fmt: skip
+    data = build_from_tables(items, given)
+    by_hand = given.rename(columns={"player1": "left", "player2": "right"})
+    _same_arrays(data, build_duel_data(items, by_hand, name="x", id_column="player"))
+    assert data.report.mapping.to_json()["left"] == "player1"

@@ -10,10 +10,11 @@ Contract (scripts call it exactly so):
 
 DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``winner``
 (an id, or ``left``/``right``), or any other layout ``prefshap train`` reads (winner /
-loser, ``y``, counts, wide choice tables, rankings; the column-mapping flags apply), and for ``--what context`` the context: either one
-column per model context column (``context_names``, raw values, standardised with the
-model's offset and scale), or one column per categorical context group holding its
-category (e.g. ``surface`` = ``Clay`` for columns ``surface=Clay``, ...).
+loser, ``y``, counts, wide choice tables, rankings; the column-mapping flags apply),
+and for ``--what context`` the context: either one column per model context column
+(``context_names``, raw values, standardised with the model's offset and scale), or
+one column per categorical context group holding its category (e.g. ``surface`` =
+``Clay`` for columns ``surface=Clay``, ...).
 OUT.csv: one row per input duel, in input order: ``left,right``, then ``duel_id`` and
 ``winner`` when DUELS.csv has them (as given), ``output,base_value``, one column per
 player (group name), then for sampled runs ``se:<player>`` (standard errors of the

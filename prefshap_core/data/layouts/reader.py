@@ -31,6 +31,7 @@ from prefshap_core.data.layouts.mapping import (
     resolve_context_row_names,
     unnamed_column_error,
 )
+from prefshap_core.data.layouts.pairs import paired_columns
 from prefshap_core.data.layouts.rankings import find_rankings, ranking_pairs
 from prefshap_core.data.layouts.wide import find_wide, wide_tables
 from prefshap_core.data.readers import read_any
@@ -95,6 +96,8 @@ def read_layout(
         wide = find_wide(duels, mapping.outcome)
         if wide is not None:
             return _wide(items, duels, contexts, wide, key, duels_file)
+    if not _has_sides(duels) and mapping.left is None and items is not None:
+        mapping = _paired_sides(items, duels, mapping)
     long, used, references = long_duels(duels, mapping, duels_file)
     items = _need_items(items, "long", duels_file)
     id_column = _id_column(items, long, references, mapping.id, items_file)
@@ -109,6 +112,17 @@ def read_layout(
 def _has_sides(duels: pd.DataFrame) -> bool:
     columns = set(map(str, duels.columns))
     return {"left", "right"} <= columns or {"winner", "loser"} <= columns
+
+
+def _paired_sides(
+    items: pd.DataFrame, duels: pd.DataFrame, mapping: ColumnMapping
+) -> ColumnMapping:
+    """``player1, player2, winner``: the first pair of columns holding item ids is left/right."""
+    for pair in paired_columns([str(c) for c in duels.columns]):
+        wanted = referenced_keys(duels, [pair.first, pair.second])
+        if wanted and any(is_key_of(items[c], wanted) for c in items.columns):
+            return replace(mapping, left=pair.first, right=pair.second)
+    return mapping
 
 
 def _need_items(items: pd.DataFrame | None, layout: str, duels_file: str) -> pd.DataFrame:
