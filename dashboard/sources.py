@@ -27,7 +27,7 @@ import streamlit as st
 from dashboard import state
 from prefshap_core import budget, workflow
 from prefshap_core.cache import cache_dir
-from prefshap_core.data import DuelData, build_duel_data, read_any
+from prefshap_core.data import DuelData, build_from_tables, read_any, reading_row_names
 from prefshap_core.datasets import available_datasets, load_dataset, synthetic_clusters
 from prefshap_core.paths import repo_root
 
@@ -127,8 +127,9 @@ def _uploaded_data(
 ) -> DuelData:  # fmt: skip
     # Keyed by the files' digests (hashed once, at upload), names and options, not
     # their bytes. The user's own file names go into every error (file, row, column).
-    tables = [read_any(raw, file_name=name) for raw, name in zip(_files, names, strict=True)]
-    return build_duel_data(
+    with reading_row_names():  # R row names: the layout reader decides if they are keys
+        tables = [read_any(raw, file_name=name) for raw, name in zip(_files, names, strict=True)]
+    return build_from_tables(
         tables[0],
         tables[1],
         contexts=tables[2] if len(tables) > 2 else None,

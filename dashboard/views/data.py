@@ -297,6 +297,8 @@ def _summary(loaded: state.LoadedData) -> None:
             key=f"data:rejected:{loaded.key}",
         )
     _ignored_columns(loaded)
+    if report.read_as:
+        st.caption(md(report.read_as))
     with st.expander("Notes from reading the data"):
         for note in report.notes:
             st.markdown(f"- {md(note)}")

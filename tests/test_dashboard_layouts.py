@@ -1,0 +1,52 @@
+"""Dashboard uploads in the published layouts: a count table and a lizard-like trait
+table read with no renaming, and the Data page says what it detected."""
+
+from __future__ import annotations
+
+from test_dashboard_support import (
+    assert_clean,
+    dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
+    new_app,
+    shown,
+)
+
+TEAMS = ["Baltimore", "Boston", "Cleveland", "Detroit", "Milwaukee", "New York", "Toronto"]
+
+
+def _upload(items: str, duels: str):
+    at = new_app()
+    at.switch_page("views/data.py").run()
+    at.button_group(key="data:source").set_value("Upload CSV files").run()
+    uploader = {u.label: u for u in at.file_uploader}
+    uploader["items.csv"].set_value(("teams.csv", items.encode(), "text/csv"))
+    uploader["duels.csv"].set_value(("counts.csv", duels.encode(), "text/csv"))
+    at.run()
+    assert_clean(at)
+    return at
+
+
+def test_count_table_upload_reads_as_weighted_duels() -> None:
+    items = "team,payroll\n" + "".join(f"{t},{k + 2.5}\n" for k, t in enumerate(TEAMS))
+    duels = "home.team,away.team,home.wins,away.wins\n" + "".join(
+        f"{h},{a},{(i + j) % 4},{(i * j) % 3}\n"
+        for i, h in enumerate(TEAMS)
+        for j, a in enumerate(TEAMS)
+        if h != a
+    )
+    at = _upload(items, duels)
+    n_duels = sum((i + j) % 4 + (i * j) % 3 for i in range(7) for j in range(7) if i != j)
+    captions = [shown(c.value) for c in at.caption]
+    assert any(
+        c.startswith(f"read as: count table; 42 rows -> {n_duels} duels") for c in captions
+    ), captions
+
+
+def test_trait_table_with_text_ids_next_to_a_numeric_id() -> None:
+    items = "id,lizard,svl\n" + "".join(f"{k},lizard{k:03d},{60 + k % 9}\n" for k in range(1, 61))
+    duels = "winner,loser\n" + "".join(
+        f"lizard{k:03d},lizard{(k * 7) % 60 + 1:03d}\n"
+        for k in range(1, 61)
+        if k != (k * 7) % 60 + 1
+    )
+    at = _upload(items, duels)
+    assert any("item ids: `lizard`" in shown(c.value) for c in at.caption)
