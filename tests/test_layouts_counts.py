@@ -190,3 +190,27 @@ def test_cross_validation_folds_keep_a_rows_duels_together():
     fit_on, tune_on = group_holdout(groups, rest, [0, 4, 0])
     assert not set(groups[fit_on].tolist()) & set(groups[tune_on].tolist())
     assert sorted(np.concatenate([fit_on, tune_on]).tolist()) == rest.tolist()
+
+
+def test_counts_beyond_the_limit_are_refused_before_any_duel_is_made():
+    table = baseball()
+    table.loc[0, "home.wins"] = 10**12
+    with pytest.raises(DataValidationError) as error:
+        build_from_tables(teams(), table, duels_file="bb.csv")
+    total = int(table[["home.wins", "away.wins"]].to_numpy().sum())
+    assert str(error.value) == (
+        f"bb.csv: the counts add up to {total:,} duels, more than the 20,000,000 this "
+        "reader holds; is a count column really a count?"
+    )
+
+
+def test_parquet_and_xlsx_count_tables_read_as_the_csv(tmp_path):
+    teams().to_csv(tmp_path / "teams.csv", index=False)
+    judged().to_csv(tmp_path / "counts.csv", index=False)
+    judged().to_parquet(tmp_path / "counts.parquet", index=False)
+    teams().to_excel(tmp_path / "teams.xlsx", index=False)
+    plain = load_files(tmp_path / "counts.csv", tmp_path / "teams.csv", name="c")
+    for duels, items in (("counts.parquet", "teams.csv"), ("counts.csv", "teams.xlsx")):
+        data = load_files(tmp_path / duels, tmp_path / items, name="c")
+        _same_arrays(data, plain)
+        np.testing.assert_array_equal(data.duel_groups, plain.duel_groups)

@@ -163,3 +163,12 @@ def test_cli_trains_and_explains_a_wide_table(tmp_path, capsys):
                                atol=1e-8)  # fmt: skip
     data = load_files(tmp_path / "Train.csv", contexts=tmp_path / "people.csv")
     assert data.report.layout == "wide"
+
+
+def test_a_data_folder_with_only_a_wide_duels_table(tmp_path):
+    from prefshap_core.data.build import load_directory
+
+    travel().to_csv(tmp_path / "duels.csv", index=False)
+    data = load_directory(tmp_path)
+    assert data.report.layout == "wide"
+    _same_arrays(data, build_from_tables(None, travel(), name=tmp_path.name))

@@ -22,6 +22,9 @@ from prefshap_core.data.layouts.pairs import is_win_stem, paired_columns
 from prefshap_core.errors import DataValidationError
 
 TIE_NAMES = ("tied", "ties", "tie", "draws", "draw", "drawn")
+# Each counted outcome is a duel row in memory: a file cannot ask for more than this
+# (about 2 GB of duel arrays; the largest public count tables hold thousands).
+MAX_COUNTED_DUELS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,12 @@ def expand_counts(
     outcomes = (1, -1, 0)[: len(counts)]
     per_row = np.stack(counts, axis=1)  # (rows, outcomes)
     total = per_row.sum(axis=1)
+    if int(total.sum()) > MAX_COUNTED_DUELS:
+        raise DataValidationError(
+            f"the counts add up to {int(total.sum()):,} duels, more than the "
+            f"{MAX_COUNTED_DUELS:,} this reader holds; is a count column really a count?",
+            file=file_name,
+        )
     position = np.repeat(np.arange(len(duels)), total)
     y = np.repeat(np.tile(np.asarray(outcomes, dtype=np.int64), len(duels)), per_row.ravel())
     within = np.arange(len(position)) - np.repeat(np.cumsum(total) - total, total) + 1
