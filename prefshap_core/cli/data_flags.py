@@ -10,6 +10,10 @@ import argparse
 
 from prefshap_core.data.layouts import ColumnMapping
 
+# The argparse names of the mapping flags (each None when not given).
+MAPPING_DESTS = ("id_column", "left_column", "right_column", "outcome_column", "context_key",
+                 "count_columns", "event_column", "rank_column")  # fmt: skip
+
 
 def add_mapping_flags(parser: argparse.ArgumentParser) -> None:
     """``--id-column`` ... ``--rank-column``: override the reader's column guesses."""

@@ -256,7 +256,7 @@ def load_directory(path: str | Path, *, decimal: str = "auto", **options: object
     folder name; e.g. ``missing_indicators=False``), ``mapping`` (a ``ColumnMapping``)
     to the layout reader; ``decimal`` to the CSV reader (``"auto"``, ``"."`` or ``","``).
     """
-    from prefshap_core.data.layouts.reader import load_files
+    from prefshap_core.data.layouts.loading import load_files
 
     folder = Path(path)
     found = {stem: find_table(folder, stem) for stem in ("items", "duels", "contexts")}

@@ -4,13 +4,9 @@ long (one row per duel), counts (wins per pair), wide (a choice between two
 alternatives described on the row), rankings (items ranked within events).
 """
 
+from prefshap_core.data.layouts.loading import build_from_tables, load_files
 from prefshap_core.data.layouts.mapping import LAYOUTS, ColumnMapping
-from prefshap_core.data.layouts.reader import (
-    LayoutRead,
-    build_from_tables,
-    load_files,
-    read_layout,
-)
+from prefshap_core.data.layouts.reader import LayoutRead, read_layout
 
 __all__ = [
     "LAYOUTS",

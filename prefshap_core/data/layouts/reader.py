@@ -9,17 +9,14 @@ layout is validated, encoded and reported exactly as a hand-reshaped long file i
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from prefshap_core.data.build import CONTEXTS_FILE, DUELS_FILE, ITEMS_FILE, build_duel_data
-from prefshap_core.data.csv_io import ROW_NAMES, reading_row_names
-from prefshap_core.data.duel_data import DuelData
+from prefshap_core.data.build import CONTEXTS_FILE, DUELS_FILE, ITEMS_FILE
+from prefshap_core.data.csv_io import ROW_NAMES
 from prefshap_core.data.id_columns import IgnoredColumn
-from prefshap_core.data.layouts.counts import expand_counts, find_count_columns
+from prefshap_core.data.layouts.counts import CountColumns, expand_counts, find_count_columns
 from prefshap_core.data.layouts.long import long_duels
 from prefshap_core.data.layouts.mapping import (
     ColumnMapping,
@@ -31,10 +28,9 @@ from prefshap_core.data.layouts.mapping import (
     resolve_context_row_names,
     unnamed_column_error,
 )
-from prefshap_core.data.layouts.pairs import paired_columns
+from prefshap_core.data.layouts.pairs import ColumnPair, paired_columns
 from prefshap_core.data.layouts.rankings import find_rankings, ranking_pairs
 from prefshap_core.data.layouts.wide import find_wide, wide_tables
-from prefshap_core.data.readers import read_any
 from prefshap_core.errors import DataValidationError
 
 RESPONDENT_NAMES = ("id", "respondent", "person", "subject", "individual")
@@ -81,21 +77,18 @@ def read_layout(
             file=duels_file,
             column=key,
         )
+    given = _Given(items, duels, contexts, mapping, key, use_columns, items_file, duels_file)
     ranked = find_rankings(duels, mapping.event, mapping.rank)
     if ranked is not None and (mapping.event or mapping.rank or not _has_sides(duels)):
-        return _rankings(
-            items, duels, contexts, mapping, ranked, key, use_columns, (items_file, duels_file)
-        )
+        return _rankings(given, ranked)
     if mapping.counts is not None or not {"winner", "y"} & set(duels.columns):
         found = find_count_columns(duels, mapping)
         if found is not None:
-            return _counts(
-                items, duels, contexts, mapping, found, key, use_columns, (items_file, duels_file)
-            )
+            return _counts(given, found)
     if not _has_sides(duels) and mapping.left is None:
         wide = find_wide(duels, mapping.outcome)
         if wide is not None:
-            return _wide(items, duels, contexts, wide, key, duels_file)
+            return _wide(given, wide)
     if not _has_sides(duels) and mapping.left is None and items is not None:
         mapping = _paired_sides(items, duels, mapping)
     long, used, references = long_duels(duels, mapping, duels_file)
@@ -107,6 +100,20 @@ def read_layout(
     return LayoutRead(
         "long", items, long, contexts, used, f"read as: long table ({what}); {_id_note(id_column)}"
     )
+
+
+@dataclass(frozen=True, eq=False)
+class _Given:
+    """The tables and choices every layout's reshaping starts from."""
+
+    items: pd.DataFrame | None
+    duels: pd.DataFrame
+    contexts: pd.DataFrame | None
+    mapping: ColumnMapping
+    key: str | None  # the context key: --context-key, or the contexts table's first column
+    use_columns: tuple[str, ...]
+    items_file: str
+    duels_file: str
 
 
 def _has_sides(duels: pd.DataFrame) -> bool:
@@ -180,8 +187,15 @@ def _leftovers(
     return kept, aside
 
 
-def _counts(items, duels, contexts, mapping, found, key, use_columns, files) -> LayoutRead:  # type: ignore[no-untyped-def]
-    items_file, duels_file = files
+def _counts(given: _Given, found: CountColumns) -> LayoutRead:
+    items, duels, contexts, mapping, key = (
+        given.items,
+        given.duels,
+        given.contexts,
+        given.mapping,
+        given.key,
+    )
+    use_columns, items_file, duels_file = given.use_columns, given.items_file, given.duels_file
     items = _need_items(items, "count", duels_file)
     used = {found.left, found.right, *found.counts} | ({key} if key else set())
     kept, aside = _leftovers(duels, used, use_columns, "count")
@@ -214,8 +228,15 @@ def _counts(items, duels, contexts, mapping, found, key, use_columns, files) -> 
     return LayoutRead("counts", items, long, contexts, columns, read_as, groups, aside, kept)
 
 
-def _rankings(items, duels, contexts, mapping, ranked, key, use_columns, files) -> LayoutRead:  # type: ignore[no-untyped-def]
-    items_file, duels_file = files
+def _rankings(given: _Given, ranked: tuple[str, str]) -> LayoutRead:
+    items, duels, contexts, mapping, key = (
+        given.items,
+        given.duels,
+        given.contexts,
+        given.mapping,
+        given.key,
+    )
+    use_columns, items_file, duels_file = given.use_columns, given.items_file, given.duels_file
     event, rank = ranked
     items = _need_items(items, "rankings", duels_file)
     others = [str(c) for c in duels.columns if str(c) not in (event, rank, key)]
@@ -256,7 +277,14 @@ def _rankings(items, duels, contexts, mapping, ranked, key, use_columns, files) 
     return LayoutRead("rankings", items, long, contexts, columns, read_as, None, aside, kept)
 
 
-def _wide(items, duels, contexts, wide, key, duels_file) -> LayoutRead:  # type: ignore[no-untyped-def]
+def _wide(given: _Given, wide: tuple[list[ColumnPair], str]) -> LayoutRead:
+    items, duels, contexts, key, duels_file = (
+        given.items,
+        given.duels,
+        given.contexts,
+        given.key,
+        given.duels_file,
+    )
     if items is not None:
         raise DataValidationError(
             "read as a wide choice table (the alternatives' attributes are on each row), "
@@ -292,102 +320,3 @@ def _wide(items, duels, contexts, wide, key, duels_file) -> LayoutRead:  # type:
         f"{len(pairs)} paired attributes" + _key_note(respondent, joined, "respondent")
     )
     return LayoutRead("wide", found.items, long, contexts, columns, read_as, None, aside)
-
-
-def build_from_tables(
-    items: pd.DataFrame | None,
-    duels: pd.DataFrame,
-    *,
-    contexts: pd.DataFrame | None = None,
-    mapping: ColumnMapping | None = None,
-    items_file: str = ITEMS_FILE,
-    duels_file: str = DUELS_FILE,
-    contexts_file: str = CONTEXTS_FILE,
-    use_columns: tuple[str, ...] | list[str] = (),
-    **options: Any,
-) -> DuelData:
-    """:func:`read_layout`, then :func:`build_duel_data` on the long tables (``options``)."""
-    use_columns = tuple(use_columns)
-    options.setdefault("name", Path(duels_file).stem)
-    read = read_layout(
-        items,
-        duels,
-        contexts,
-        mapping,
-        items_file=items_file,
-        duels_file=duels_file,
-        contexts_file=contexts_file,
-        use_columns=use_columns,
-    )
-    if read.context_columns is not None:
-        options.setdefault("context_columns", read.context_columns)
-    data = build_duel_data(
-        read.items,
-        read.duels,
-        contexts=read.contexts,
-        id_column=read.mapping.id or "id",
-        items_file=items_file if read.layout != "wide" else f"{duels_file} (its alternatives)",
-        duels_file=duels_file,
-        contexts_file=contexts_file,
-        use_columns=use_columns,
-        **options,
-    )
-    return attach_layout(data, read)
-
-
-def attach_layout(data: DuelData, read: LayoutRead) -> DuelData:
-    """The DuelData with the layout's report line, mapping, set-aside columns and groups."""
-    report = replace(
-        data.report,
-        layout=read.layout,
-        read_as=read.read_as,
-        mapping=read.mapping,
-        ignored_columns=data.report.ignored_columns + read.set_aside,
-        notes=(read.read_as, *data.report.notes, *(c.describe() for c in read.set_aside)),
-    )
-    groups = None
-    if read.groups is not None:
-        groups = _kept_groups(data, read)
-    return replace(data, report=report, duel_groups=groups)
-
-
-def _kept_groups(data: DuelData, read: LayoutRead) -> np.ndarray:
-    """Each kept duel's source row (the duel ids name their rows, ``<row>.<k>``)."""
-    by_id = dict(zip(read.duels["duel_id"].astype(str).tolist(), read.groups.tolist(), strict=True))
-    return np.array([by_id[d] for d in data.duel_ids.tolist()], dtype=np.int64)
-
-
-def load_files(
-    duels: str | Path,
-    items: str | Path | None = None,
-    contexts: str | Path | None = None,
-    *,
-    mapping: ColumnMapping | None = None,
-    decimal: str = "auto",
-    **options: Any,
-) -> DuelData:
-    """Read the files (csv/tsv/xlsx/parquet; R row names allowed) and build the DuelData.
-
-    ``name`` defaults to the duels file's stem; ``options`` go to
-    :func:`build_from_tables` / :func:`build_duel_data`.
-    """
-    paths = {"items": items, "duels": duels, "contexts": contexts}
-    tables: dict[str, pd.DataFrame | None] = {}
-    with reading_row_names():
-        for part, path in paths.items():
-            tables[part] = (
-                None
-                if path is None
-                else read_any(Path(path), file_name=Path(path).name, decimal=decimal)
-            )
-    options.setdefault("name", Path(duels).stem)
-    return build_from_tables(
-        tables["items"],
-        tables["duels"],  # type: ignore[arg-type]
-        contexts=tables["contexts"],
-        mapping=mapping,
-        items_file=Path(items).name if items is not None else ITEMS_FILE,
-        duels_file=Path(duels).name,
-        contexts_file=Path(contexts).name if contexts is not None else CONTEXTS_FILE,
-        **options,
-    )
