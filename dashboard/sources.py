@@ -27,7 +27,13 @@ import streamlit as st
 from dashboard import state
 from prefshap_core import budget, workflow
 from prefshap_core.cache import cache_dir
-from prefshap_core.data import DuelData, build_from_tables, read_any, reading_row_names
+from prefshap_core.data import (
+    ColumnMapping,
+    DuelData,
+    build_from_tables,
+    read_any,
+    reading_row_names,
+)
 from prefshap_core.datasets import available_datasets, load_dataset, synthetic_clusters
 from prefshap_core.paths import repo_root
 
@@ -123,7 +129,7 @@ def uploaded_csv(name: str, data: bytes, file_id: str) -> state.UploadedCsv:
 @st.cache_data(show_spinner=False, max_entries=16)
 def _uploaded_data(
     digests: tuple[str, ...], names: tuple[str, ...], lenient: bool, use_columns: tuple[str, ...],
-    missing_indicators: bool, _files: tuple[bytes, ...],
+    missing_indicators: bool, mapping: tuple[tuple[str, str], ...], _files: tuple[bytes, ...],
 ) -> DuelData:  # fmt: skip
     # Keyed by the files' digests (hashed once, at upload), names and options, not
     # their bytes. The user's own file names go into every error (file, row, column).
@@ -140,6 +146,7 @@ def _uploaded_data(
         on_invalid="drop" if lenient else "error",
         use_columns=use_columns,
         missing_indicators=missing_indicators,
+        mapping=ColumnMapping.from_texts(dict(mapping)),
     )
 
 
@@ -148,10 +155,13 @@ def upload_key(
     lenient: bool,
     use_columns: tuple[str, ...],
     missing_indicators: bool = True,
+    mapping: tuple[tuple[str, str], ...] = (),
 ) -> str:
     options: list = [lenient, sorted(use_columns)]
     if not missing_indicators:  # the default adds nothing: earlier keys stay valid
         options.append("no-missing-indicators")
+    if mapping:  # the same: no overrides, the key it always had
+        options.append(["mapping", [list(pair) for pair in mapping]])
     digest = hashlib.sha256(
         json.dumps([[f.digest, f.name] for f in files] + options).encode()
     ).hexdigest()
@@ -167,6 +177,7 @@ def load_upload(
     use_columns: tuple[str, ...] = (),
     missing_indicators: bool = True,
     title: str | None = None,
+    mapping: tuple[tuple[str, str], ...] = (),
 ) -> state.LoadedData:
     """Parse and validate an upload; raises DataValidationError naming file/row/column.
 
@@ -174,10 +185,13 @@ def load_upload(
     default); otherwise every problem is an error. ``missing_indicators=False``: no
     ``"<column> (missing)"`` columns (``build_duel_data``). ``title`` defaults to the next
     "Upload N: <files> · <digest>" of the session, so uploads are told apart.
+    ``mapping``: ``(part, column)`` overrides of the reader's guesses (``ColumnMapping``).
     """
     files = (items, duels) + ((contexts,) if contexts is not None else ())
     use_columns = tuple(sorted(use_columns))
-    key = upload_key(files, lenient, use_columns, missing_indicators)
+    mapping = tuple(sorted((part, column.strip()) for part, column in mapping if column.strip()))
+    ColumnMapping.from_texts(dict(mapping))  # an unknown part fails here, not in the cache
+    key = upload_key(files, lenient, use_columns, missing_indicators, mapping)
     known = state.datasets().get(key)
     if known is not None:
         return known
@@ -185,7 +199,7 @@ def load_upload(
     with budget.reserve(need, "Reading this upload", budget.UPLOAD_REDUCE):
         data = _uploaded_data(
             tuple(f.digest for f in files), tuple(f.name for f in files), lenient, use_columns,
-            missing_indicators, tuple(f.data for f in files),
+            missing_indicators, mapping, tuple(f.data for f in files),
         )  # fmt: skip
     names = " + ".join(f.name for f in files)
     if title is None:
@@ -201,6 +215,7 @@ def load_upload(
         lenient=lenient,
         use_columns=use_columns,
         missing_indicators=missing_indicators,
+        mapping=mapping,
     )
 
 
@@ -256,6 +271,7 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
     return load_upload(
         *files, lenient=bool(meta["lenient"]), use_columns=tuple(meta["use_columns"]),
         missing_indicators=missing_indicators, title=meta["title"],
+        mapping=tuple((str(p), str(c)) for p, c in meta.get("mapping", [])),
     )  # fmt: skip
 
 
@@ -292,6 +308,8 @@ def remember_session() -> None:
         meta.update(
             files=list(loaded.files), lenient=loaded.lenient, use_columns=list(loaded.use_columns)
         )
+        if loaded.mapping:  # only then: records without overrides read as before
+            meta["mapping"] = [list(pair) for pair in loaded.mapping]
     meta["settings"] = model.result.settings.as_dict() if model is not None else None
     text = json.dumps(meta, sort_keys=True)
     if record["token"] is None:

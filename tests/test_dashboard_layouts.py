@@ -50,3 +50,26 @@ def test_trait_table_with_text_ids_next_to_a_numeric_id() -> None:
     )
     at = _upload(items, duels)
     assert any("item ids: `lizard`" in shown(c.value) for c in at.caption)
+
+
+def test_column_mapping_panel_overrides_a_guess() -> None:
+    items = "id,speed\n" + "".join(f"p{k},{k % 5}\n" for k in range(12))
+    duels = "home,away,res\n" + "".join(
+        f"p{k},p{(k + 5) % 12},{1 if k % 3 else -1}\n" for k in range(12)
+    )
+    at = new_app()
+    at.switch_page("views/data.py").run()
+    at.button_group(key="data:source").set_value("Upload CSV files").run()
+    uploader = {u.label: u for u in at.file_uploader}
+    uploader["items.csv"].set_value(("items.csv", items.encode(), "text/csv"))
+    uploader["duels.csv"].set_value(("games.csv", duels.encode(), "text/csv"))
+    at.run()
+    errors = [shown(e.value) for e in at.error]
+    assert any("there is no 'left' column" in e and "*Column mapping*" in e for e in errors)
+    for part, column in (("left", "home"), ("right", "away"), ("outcome", "res")):
+        at.text_input(key=f"data:mapping:{part}").set_value(column)
+    at.run()
+    assert_clean(at)
+    captions = [shown(c.value) for c in at.caption]
+    assert "read as: long table (one row per duel); item ids: `id`" in captions
+    assert at.text_input(key="data:mapping:id").placeholder == "guess: id"

@@ -197,3 +197,10 @@ def test_paired_item_columns_with_a_winner_read_as_left_and_right():
     by_hand = given.rename(columns={"player1": "left", "player2": "right"})
     _same_arrays(data, build_duel_data(items, by_hand, name="x", id_column="player"))
     assert data.report.mapping.to_json()["left"] == "player1"
+
+
+def test_mapping_from_form_texts():
+    texts = {"id": "lizard", "left": "  ", "counts": "w1, w2"}
+    assert ColumnMapping.from_texts(texts) == ColumnMapping(id="lizard", counts=("w1", "w2"))
+    with pytest.raises(ValueError, match="not a part of the column mapping: item"):
+        ColumnMapping.from_texts({"item": "x"})

@@ -140,6 +140,7 @@ def _upload() -> None:
         key="data:lenient",
     )
     indicators, changed = _advanced_options()
+    mapping = _mapping_panel()
     if "items" not in uploads or "duels" not in uploads:
         waiting = [n for n in ("items", "duels") if n not in uploads]
         st.info(f"Upload {' and '.join(f'{n}.csv' for n in waiting)} to continue.")
@@ -154,10 +155,12 @@ def _upload() -> None:
             lenient=options["lenient"],
             use_columns=tuple(options["use_columns"]),
             missing_indicators=indicators,
+            mapping=mapping,
         )
     except PrefShapError as exc:
         message = md(without_paths(str(exc)))
-        st.error(f"Could not use {names}.\n\n{message}", icon=":material/error:")
+        hint = "\n\nIf the reader guessed a column wrong, say which it is under *Column mapping*."
+        st.error(f"Could not use {names}.\n\n{message}{hint}", icon=":material/error:")
         loaded = None
     if loaded is not None:
         active = state.active()
@@ -179,6 +182,40 @@ def _upload() -> None:
     if st.button("Forget the uploaded files", key="data:forget"):
         state.forget_uploads()
         st.rerun()
+
+
+MAPPING_PARTS = (
+    ("id", "Item id (items table)"),
+    ("left", "First item (winner/loser: the winner)"),
+    ("right", "Second item (winner/loser: the loser)"),
+    ("outcome", "Outcome or choice"),
+    ("context_key", "Context key (joins contexts.csv)"),
+    ("counts", "Counts: first's wins, second's wins[, ties]"),
+    ("event", "Rankings: event"),
+    ("rank", "Rankings: rank"),
+)
+
+
+def _mapping_panel() -> tuple[tuple[str, str], ...]:
+    """Overrides of the reader's column guesses, each shown with the current guess."""
+    active = state.active()
+    used = active.data.report.mapping if active is not None and active.source == "upload" else None
+    guesses = used.to_json() if used is not None else {}
+    if used is not None and used.counts:
+        guesses["counts"] = ",".join(used.counts)
+    for part in ("event", "rank"):
+        guesses[part] = getattr(used, part, None)
+    pairs = []
+    with st.expander("Column mapping: which column is which (the reader guesses; change any)"):
+        columns = st.columns(4)
+        for k, (part, label) in enumerate(MAPPING_PARTS):
+            guess = guesses.get(part)
+            text = columns[k % 4].text_input(
+                label, key=f"data:mapping:{part}", placeholder=f"guess: {guess}" if guess else ""
+            )
+            if text.strip():
+                pairs.append((part, text.strip()))
+    return tuple(pairs)
 
 
 def _ignored_columns(loaded: state.LoadedData) -> None:
@@ -215,6 +252,7 @@ def _ignored_columns(loaded: state.LoadedData) -> None:
                 lenient=loaded.lenient,
                 use_columns=tuple(chosen),
                 missing_indicators=loaded.missing_indicators,
+                mapping=loaded.mapping,
             )
         except PrefShapError as exc:
             st.error(str(exc), icon=":material/error:")

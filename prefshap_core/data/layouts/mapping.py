@@ -18,6 +18,7 @@ from prefshap_core.data.csv_io import ROW_NAMES, text_cells, unnamed_column_reas
 from prefshap_core.errors import DataValidationError
 
 LAYOUTS = ("long", "counts", "wide", "rankings")
+MAPPING_FIELDS = ("id", "left", "right", "outcome", "context_key", "counts", "event", "rank")
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,17 @@ class ColumnMapping:
     counts: tuple[str, ...] | None = None
     event: str | None = None
     rank: str | None = None
+
+    @classmethod
+    def from_texts(cls, texts: dict[str, str]) -> ColumnMapping:
+        """From ``{field: column}`` as a form gives them (empty: guess; counts ``"A,B[,T]"``)."""
+        given: dict = {k: v.strip() for k, v in texts.items() if v and v.strip()}
+        unknown = sorted(set(given) - set(MAPPING_FIELDS))
+        if unknown:
+            raise ValueError(f"not a part of the column mapping: {', '.join(unknown)}")
+        if "counts" in given:
+            given["counts"] = tuple(c.strip() for c in given["counts"].split(","))
+        return cls(**given)
 
     def to_json(self) -> dict[str, str | None]:
         """The JSON line's ``"mapping"``: the columns used (null where unused)."""
