@@ -31,10 +31,12 @@ from prefshap_core.data import (
     ColumnMapping,
     DuelData,
     build_from_tables,
+    is_wide_table,
     read_any,
     reading_row_names,
 )
 from prefshap_core.datasets import available_datasets, load_dataset, synthetic_clusters
+from prefshap_core.errors import PrefShapError
 from prefshap_core.paths import repo_root
 
 # The first screen's data: the paper's clusters game, scaled down to train in seconds.
@@ -129,20 +131,22 @@ def uploaded_csv(name: str, data: bytes, file_id: str) -> state.UploadedCsv:
 @st.cache_data(show_spinner=False, max_entries=16)
 def _uploaded_data(
     digests: tuple[str, ...], names: tuple[str, ...], lenient: bool, use_columns: tuple[str, ...],
-    missing_indicators: bool, mapping: tuple[tuple[str, str], ...], _files: tuple[bytes, ...],
+    missing_indicators: bool, mapping: tuple[tuple[str, str], ...], parts: tuple[str, ...],
+    _files: tuple[bytes, ...],
 ) -> DuelData:  # fmt: skip
     # Keyed by the files' digests (hashed once, at upload), names and options, not
     # their bytes. The user's own file names go into every error (file, row, column).
     with reading_row_names():  # R row names: the layout reader decides if they are keys
-        tables = [read_any(raw, file_name=name) for raw, name in zip(_files, names, strict=True)]
+        read = [read_any(raw, file_name=name) for raw, name in zip(_files, names, strict=True)]
+    tables, named = dict(zip(parts, read, strict=True)), dict(zip(parts, names, strict=True))
     return build_from_tables(
-        tables[0],
-        tables[1],
-        contexts=tables[2] if len(tables) > 2 else None,
+        tables.get("items"),  # none: a wide choice table, whose rows describe the items
+        tables["duels"],
+        contexts=tables.get("contexts"),
         name=f"upload ({' + '.join(names)})",
-        items_file=names[0],
-        duels_file=names[1],
-        contexts_file=names[2] if len(names) > 2 else "contexts.csv",
+        items_file=named.get("items", "items.csv"),
+        duels_file=named["duels"],
+        contexts_file=named.get("contexts", "contexts.csv"),
         on_invalid="drop" if lenient else "error",
         use_columns=use_columns,
         missing_indicators=missing_indicators,
@@ -156,12 +160,15 @@ def upload_key(
     use_columns: tuple[str, ...],
     missing_indicators: bool = True,
     mapping: tuple[tuple[str, str], ...] = (),
+    parts: tuple[str, ...] = ("items", "duels", "contexts"),
 ) -> str:
     options: list = [lenient, sorted(use_columns)]
     if not missing_indicators:  # the default adds nothing: earlier keys stay valid
         options.append("no-missing-indicators")
     if mapping:  # the same: no overrides, the key it always had
         options.append(["mapping", [list(pair) for pair in mapping]])
+    if parts[0] != "items":  # no items table (a wide choice table)
+        options.append(["parts", list(parts)])
     digest = hashlib.sha256(
         json.dumps([[f.digest, f.name] for f in files] + options).encode()
     ).hexdigest()
@@ -169,7 +176,7 @@ def upload_key(
 
 
 def load_upload(
-    items: state.UploadedCsv,
+    items: state.UploadedCsv | None,
     duels: state.UploadedCsv,
     contexts: state.UploadedCsv | None = None,
     *,
@@ -187,11 +194,13 @@ def load_upload(
     "Upload N: <files> · <digest>" of the session, so uploads are told apart.
     ``mapping``: ``(part, column)`` overrides of the reader's guesses (``ColumnMapping``).
     """
-    files = (items, duels) + ((contexts,) if contexts is not None else ())
+    given = (("items", items), ("duels", duels), ("contexts", contexts))
+    parts = tuple(part for part, file in given if file is not None)
+    files = tuple(file for _, file in given if file is not None)
     use_columns = tuple(sorted(use_columns))
     mapping = tuple(sorted((part, column.strip()) for part, column in mapping if column.strip()))
     ColumnMapping.from_texts(dict(mapping))  # an unknown part fails here, not in the cache
-    key = upload_key(files, lenient, use_columns, missing_indicators, mapping)
+    key = upload_key(files, lenient, use_columns, missing_indicators, mapping, parts)
     known = state.datasets().get(key)
     if known is not None:
         return known
@@ -199,7 +208,7 @@ def load_upload(
     with budget.reserve(need, "Reading this upload", budget.UPLOAD_REDUCE):
         data = _uploaded_data(
             tuple(f.digest for f in files), tuple(f.name for f in files), lenient, use_columns,
-            missing_indicators, mapping, tuple(f.data for f in files),
+            missing_indicators, mapping, parts, tuple(f.data for f in files),
         )  # fmt: skip
     names = " + ".join(f.name for f in files)
     if title is None:
@@ -217,6 +226,29 @@ def load_upload(
         missing_indicators=missing_indicators,
         mapping=mapping,
     )
+
+
+def is_wide(duels: state.UploadedCsv) -> bool:
+    """Whether an uploaded duels table is a wide choice table (it then needs no items)."""
+    return _is_wide(duels.digest, duels.name, duels.data)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _is_wide(digest: str, name: str, _data: bytes) -> bool:
+    try:
+        return is_wide_table(read_any(_data, file_name=name))
+    except PrefShapError:
+        return False  # reading it properly reports the problem
+
+
+def upload_parts(
+    loaded: state.LoadedData,
+) -> tuple[state.UploadedCsv | None, state.UploadedCsv, state.UploadedCsv | None]:
+    """An upload's items (None for a wide choice table), duels and contexts files."""
+    files = list(loaded.uploaded)
+    if loaded.data.report.layout == "wide" and len(files) < 3:
+        files.insert(0, None)  # type: ignore[arg-type]
+    return files[0], files[1], files[2] if len(files) > 2 else None
 
 
 # -- reload restore ------------------------------------------------------------------
@@ -268,6 +300,8 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
     for k, name in enumerate(meta["files"]):
         raw = (folder / f"file{k}").read_bytes()
         files.append(uploaded_csv(name, raw, file_id=f"restored:{token}:{k}"))
+    if meta.get("parts", ["items"])[0] != "items":
+        files.insert(0, None)  # type: ignore[arg-type]  # no items table
     return load_upload(
         *files, lenient=bool(meta["lenient"]), use_columns=tuple(meta["use_columns"]),
         missing_indicators=missing_indicators, title=meta["title"],
@@ -310,6 +344,8 @@ def remember_session() -> None:
         )
         if loaded.mapping:  # only then: records without overrides read as before
             meta["mapping"] = [list(pair) for pair in loaded.mapping]
+        if upload_parts(loaded)[0] is None:
+            meta["parts"] = ["duels", "contexts"][: len(loaded.files)]
     meta["settings"] = model.result.settings.as_dict() if model is not None else None
     text = json.dumps(meta, sort_keys=True)
     if record["token"] is None:

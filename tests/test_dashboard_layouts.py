@@ -3,7 +3,10 @@ table read with no renaming, and the Data page says what it detected."""
 
 from __future__ import annotations
 
+from streamlit.testing.v1 import AppTest
 from test_dashboard_support import (
+    APP,
+    TIMEOUT_S,
     assert_clean,
     dashboard_cache,  # noqa: F401  (autouse fixture: a temporary disk cache)
     new_app,
@@ -73,3 +76,33 @@ def test_column_mapping_panel_overrides_a_guess() -> None:
     captions = [shown(c.value) for c in at.caption]
     assert "read as: long table (one row per duel); item ids: `id`" in captions
     assert at.text_input(key="data:mapping:id").placeholder == "guess: id"
+
+
+def test_wide_choice_table_needs_no_items_upload() -> None:
+    rows = ["id,choiceid,choice,price1,time1,price2,time2"]
+    for k in range(40):
+        p1, p2 = 1000 + 100 * (k % 5), 1500 + 100 * (k % 3)
+        rows.append(f"{k // 10 + 1},{k + 1},choice{1 + k % 2},{p1},{90 + k % 3},{p2},{120}")
+    people = "id,age\n1,20\n2,30\n3,40\n4,50\n"
+    at = new_app()
+    at.switch_page("views/data.py").run()
+    at.button_group(key="data:source").set_value("Upload CSV files").run()
+    uploader = {u.label: u for u in at.file_uploader}
+    uploader["duels.csv"].set_value(("Train.csv", "\n".join(rows).encode(), "text/csv"))
+    uploader["contexts.csv (optional)"].set_value(("people.csv", people.encode(), "text/csv"))
+    at.run()
+    assert_clean(at)
+    captions = [shown(c.value) for c in at.caption]
+    assert any(
+        c.startswith("read as: wide choice table;") and c.endswith("respondent `id` -> context key")
+        for c in captions
+    ), captions
+    # a reload restores the upload without an items table, and its overrides
+    token = at.query_params["session"]
+    token = token[0] if isinstance(token, list) else token
+    reloaded = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    reloaded.query_params["session"] = token
+    reloaded.run()
+    assert_clean(reloaded)
+    sidebar = "\n".join(shown(m.value) for m in reloaded.sidebar.markdown)
+    assert "Train.csv + people.csv" in sidebar and "Synthetic" not in sidebar

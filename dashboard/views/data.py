@@ -141,14 +141,14 @@ def _upload() -> None:
     )
     indicators, changed = _advanced_options()
     mapping = _mapping_panel()
-    if "items" not in uploads or "duels" not in uploads:
+    wide = "duels" in uploads and "items" not in uploads and sources.is_wide(uploads["duels"])
+    if "duels" not in uploads or ("items" not in uploads and not wide):
         waiting = [n for n in ("items", "duels") if n not in uploads]
         st.info(f"Upload {' and '.join(f'{n}.csv' for n in waiting)} to continue.")
+        st.caption("A wide choice table (both alternatives on each row) needs no items.csv.")
         return
-    files = [uploads["items"], uploads["duels"]] + (
-        [uploads["contexts"]] if "contexts" in uploads else []
-    )
-    names = " + ".join(md(f.name) for f in files)
+    files = [uploads.get("items"), uploads["duels"], uploads.get("contexts")]
+    names = " + ".join(md(f.name) for f in files if f is not None)
     try:
         loaded = sources.load_upload(
             *files,
@@ -248,7 +248,7 @@ def _ignored_columns(loaded: state.LoadedData) -> None:
         state.load_options()["use_columns"] = tuple(chosen)
         try:
             again = sources.load_upload(
-                *loaded.uploaded,
+                *sources.upload_parts(loaded),
                 lenient=loaded.lenient,
                 use_columns=tuple(chosen),
                 missing_indicators=loaded.missing_indicators,

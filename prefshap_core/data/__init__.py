@@ -7,7 +7,7 @@ from prefshap_core.data.encoding.spec import EncodedTable, EncodingSpec, GroupEn
 from prefshap_core.data.encoding.tables import encode_rows, encode_table, row_labels
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.data.id_columns import IgnoredColumn
-from prefshap_core.data.layouts import ColumnMapping, build_from_tables, load_files
+from prefshap_core.data.layouts import ColumnMapping, build_from_tables, is_wide_table, load_files
 from prefshap_core.data.readers import UPLOAD_TYPES, read_any
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "build_from_tables",
     "encode_rows",
     "encode_table",
+    "is_wide_table",
     "load_directory",
     "load_files",
     "read_any",

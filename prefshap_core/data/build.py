@@ -279,13 +279,12 @@ def load_directory(path: str | Path, *, decimal: str = "auto", **options: object
 
 def _may_lack_items(duels: Path) -> bool:
     """A wide choice table has no item table (its rows describe the alternatives)."""
-    from prefshap_core.data.layouts.wide import find_wide
+    from prefshap_core.data.layouts.wide import is_wide_table
 
     try:
-        table = read_any(duels, file_name=duels.name)
+        return is_wide_table(read_any(duels, file_name=duels.name))
     except DataValidationError:
         return True  # the reader reports it
-    return not {"left", "right"} <= set(table.columns) and find_wide(table, None) is not None
 
 
 def _not_yet_flagged(hits: np.ndarray, problems: list, skipped: np.ndarray) -> np.ndarray:

@@ -43,6 +43,13 @@ def find_wide(duels: pd.DataFrame, outcome: str | None) -> tuple[list[ColumnPair
     return pairs, choice
 
 
+def is_wide_table(duels: pd.DataFrame) -> bool:
+    """A table the reader takes as a wide choice table (no left/right columns)."""
+    columns = set(map(str, duels.columns))
+    sides = {"left", "right"} <= columns or {"winner", "loser"} <= columns
+    return not sides and find_wide(duels, None) is not None
+
+
 def item_ids(values: list[np.ndarray], attributes: list[str]) -> np.ndarray:
     """``price=2400|time=150`` per row, from each attribute's normalised values."""
     parts = [
