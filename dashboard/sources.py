@@ -29,11 +29,15 @@ import streamlit as st
 
 from dashboard import sessions, state
 from prefshap_core import budget
-from prefshap_core.data.build import build_duel_data
+from prefshap_core.data.csv_io import reading_row_names
 from prefshap_core.data.duel_data import DuelData
+from prefshap_core.data.layouts.loading import build_from_tables
+from prefshap_core.data.layouts.mapping import ColumnMapping
+from prefshap_core.data.layouts.wide import is_wide_table
 from prefshap_core.data.readers import read_any
 from prefshap_core.datasets.registry import available_datasets, load_dataset
 from prefshap_core.datasets.synthetic import synthetic_clusters
+from prefshap_core.errors import PrefShapError
 from prefshap_core.paths import repo_root
 from prefshap_core.workflow.fingerprints import data_fingerprint, settings_fingerprint
 from prefshap_core.workflow.settings import TrainSettings
@@ -131,22 +135,26 @@ def uploaded_file(name: str, data: bytes, file_id: str) -> state.UploadedFile:
 @st.cache_data(show_spinner=False, max_entries=16)
 def _uploaded_data(
     digests: tuple[str, ...], names: tuple[str, ...], lenient: bool, use_columns: tuple[str, ...],
-    missing_indicators: bool, _files: tuple[bytes, ...],
+    missing_indicators: bool, mapping: tuple[tuple[str, str], ...], parts: tuple[str, ...],
+    _files: tuple[bytes, ...],
 ) -> DuelData:  # fmt: skip
     # Keyed by the files' digests (hashed once, at upload), names and options, not
     # their bytes. The user's own file names go into every error (file, row, column).
-    tables = [read_any(raw, file_name=name) for raw, name in zip(_files, names, strict=True)]
-    return build_duel_data(
-        tables[0],
-        tables[1],
-        contexts=tables[2] if len(tables) > 2 else None,
+    with reading_row_names():  # R row names: the layout reader decides if they are keys
+        read = [read_any(raw, file_name=name) for raw, name in zip(_files, names, strict=True)]
+    tables, named = dict(zip(parts, read, strict=True)), dict(zip(parts, names, strict=True))
+    return build_from_tables(
+        tables.get("items"),  # none: a wide choice table, whose rows describe the items
+        tables["duels"],
+        contexts=tables.get("contexts"),
         name=f"upload ({' + '.join(names)})",
-        items_file=names[0],
-        duels_file=names[1],
-        contexts_file=names[2] if len(names) > 2 else "contexts.csv",
+        items_file=named.get("items", "items.csv"),
+        duels_file=named["duels"],
+        contexts_file=named.get("contexts", "contexts.csv"),
         on_invalid="drop" if lenient else "error",
         use_columns=use_columns,
         missing_indicators=missing_indicators,
+        mapping=ColumnMapping.from_texts(dict(mapping)),
     )
 
 
@@ -155,10 +163,16 @@ def upload_key(
     lenient: bool,
     use_columns: tuple[str, ...],
     missing_indicators: bool = True,
+    mapping: tuple[tuple[str, str], ...] = (),
+    parts: tuple[str, ...] = ("items", "duels", "contexts"),
 ) -> str:
     options: list = [lenient, sorted(use_columns)]
     if not missing_indicators:  # the default adds nothing: earlier keys stay valid
         options.append("no-missing-indicators")
+    if mapping:  # the same: no overrides, the key it always had
+        options.append(["mapping", [list(pair) for pair in mapping]])
+    if parts[0] != "items":  # no items table (a wide choice table)
+        options.append(["parts", list(parts)])
     digest = hashlib.sha256(
         json.dumps([[f.digest, f.name] for f in files] + options).encode()
     ).hexdigest()
@@ -166,7 +180,7 @@ def upload_key(
 
 
 def load_upload(
-    items: state.UploadedFile,
+    items: state.UploadedFile | None,
     duels: state.UploadedFile,
     contexts: state.UploadedFile | None = None,
     *,
@@ -174,6 +188,7 @@ def load_upload(
     use_columns: tuple[str, ...] = (),
     missing_indicators: bool = True,
     title: str | None = None,
+    mapping: tuple[tuple[str, str], ...] = (),
 ) -> state.LoadedData:
     """Parse and validate an upload; raises DataValidationError naming file/row/column.
 
@@ -181,10 +196,15 @@ def load_upload(
     default); otherwise every problem is an error. ``missing_indicators=False``: no
     ``"<column> (missing)"`` columns (``build_duel_data``). ``title`` defaults to the next
     "Upload N: <files> · <digest>" of the session, so uploads are told apart.
+    ``mapping``: ``(part, column)`` overrides of the reader's guesses (``ColumnMapping``).
     """
-    files = (items, duels) + ((contexts,) if contexts is not None else ())
+    given = (("items", items), ("duels", duels), ("contexts", contexts))
+    parts = tuple(part for part, file in given if file is not None)
+    files = tuple(file for _, file in given if file is not None)
     use_columns = tuple(sorted(use_columns))
-    key = upload_key(files, lenient, use_columns, missing_indicators)
+    mapping = tuple(sorted((part, column.strip()) for part, column in mapping if column.strip()))
+    ColumnMapping.from_texts(dict(mapping))  # an unknown part fails here, not in the cache
+    key = upload_key(files, lenient, use_columns, missing_indicators, mapping, parts)
     known = state.datasets().get(key)
     if known is not None:
         return known
@@ -192,7 +212,7 @@ def load_upload(
     with budget.reserve(need, "Reading this upload", budget.UPLOAD_REDUCE):
         data = _uploaded_data(
             tuple(f.digest for f in files), tuple(f.name for f in files), lenient, use_columns,
-            missing_indicators, tuple(f.data for f in files),
+            missing_indicators, mapping, parts, tuple(f.data for f in files),
         )  # fmt: skip
     names = " + ".join(f.name for f in files)
     if title is None:
@@ -208,7 +228,31 @@ def load_upload(
         lenient=lenient,
         use_columns=use_columns,
         missing_indicators=missing_indicators,
+        mapping=mapping,
     )
+
+
+def is_wide(duels: state.UploadedFile) -> bool:
+    """Whether an uploaded duels table is a wide choice table (it then needs no items)."""
+    return _is_wide(duels.digest, duels.name, duels.data)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _is_wide(digest: str, name: str, _data: bytes) -> bool:
+    try:
+        return is_wide_table(read_any(_data, file_name=name))
+    except PrefShapError:
+        return False  # reading it properly reports the problem
+
+
+def upload_parts(
+    loaded: state.LoadedData,
+) -> tuple[state.UploadedFile | None, state.UploadedFile, state.UploadedFile | None]:
+    """An upload's items (None for a wide choice table), duels and contexts files."""
+    files = list(loaded.uploaded)
+    if loaded.data.report.layout == "wide" and len(files) < 3:
+        files.insert(0, None)  # type: ignore[arg-type]
+    return files[0], files[1], files[2] if len(files) > 2 else None
 
 
 # -- reload restore ------------------------------------------------------------------
@@ -291,9 +335,12 @@ def _restore_dataset(token: str, meta: dict) -> state.LoadedData:
     for k, name in enumerate(meta["files"]):
         raw = sessions.read_file(token, k)
         files.append(uploaded_file(name, raw, file_id=f"restored:{token}:{k}"))
+    if meta.get("parts", ["items"])[0] != "items":
+        files.insert(0, None)  # type: ignore[arg-type]  # no items table
     return load_upload(
         *files, lenient=bool(meta["lenient"]), use_columns=tuple(meta["use_columns"]),
         missing_indicators=missing_indicators, title=meta["title"],
+        mapping=tuple((str(p), str(c)) for p, c in meta.get("mapping", [])),
     )  # fmt: skip
 
 
@@ -330,6 +377,10 @@ def remember_session() -> None:
         meta.update(
             files=list(loaded.files), lenient=loaded.lenient, use_columns=list(loaded.use_columns)
         )
+        if loaded.mapping:  # only then: records without overrides read as before
+            meta["mapping"] = [list(pair) for pair in loaded.mapping]
+        if upload_parts(loaded)[0] is None:
+            meta["parts"] = ["duels", "contexts"][: len(loaded.files)]
     meta["settings"] = model.settings.as_dict() if model is not None else None
     text = json.dumps(meta, sort_keys=True)
     if record.get("adopted") and record.get("files_of") != loaded.key:

@@ -63,6 +63,7 @@ class LoadedData:
     lenient: bool = True  # how an upload was read (invalid rows dropped, or an error)
     use_columns: tuple[str, ...] = ()  # id-like columns the user chose to use
     missing_indicators: bool = True  # "<column> (missing)" columns for mostly-missing ones
+    mapping: tuple[tuple[str, str], ...] = ()  # column-mapping overrides: (part, column)
 
     @property
     def has_context(self) -> bool:

@@ -141,24 +141,27 @@ def _upload() -> None:
         key="data:lenient",
     )
     indicators, changed = _advanced_options()
-    if "items" not in uploads or "duels" not in uploads:
+    mapping = _mapping_panel()
+    wide = "duels" in uploads and "items" not in uploads and sources.is_wide(uploads["duels"])
+    if "duels" not in uploads or ("items" not in uploads and not wide):
         waiting = [n for n in ("items", "duels") if n not in uploads]
         st.info(f"Upload {' and '.join(f'{n}.csv' for n in waiting)} to continue.")
+        st.caption("A wide choice table (both alternatives on each row) needs no items.csv.")
         return
-    files = [uploads["items"], uploads["duels"]] + (
-        [uploads["contexts"]] if "contexts" in uploads else []
-    )
-    names = " + ".join(md(f.name) for f in files)
+    files = [uploads.get("items"), uploads["duels"], uploads.get("contexts")]
+    names = " + ".join(md(f.name) for f in files if f is not None)
     try:
         loaded = sources.load_upload(
             *files,
             lenient=options["lenient"],
             use_columns=tuple(options["use_columns"]),
             missing_indicators=indicators,
+            mapping=mapping,
         )
     except PrefShapError as exc:
         message = md(without_paths(str(exc)))
-        st.error(f"Could not use {names}.\n\n{message}", icon=":material/error:")
+        hint = "\n\nIf the reader guessed a column wrong, say which it is under *Column mapping*."
+        st.error(f"Could not use {names}.\n\n{message}{hint}", icon=":material/error:")
         loaded = None
     if loaded is not None:
         active = state.active()
@@ -180,6 +183,40 @@ def _upload() -> None:
     if st.button("Forget the uploaded files", key="data:forget"):
         state.forget_uploads()
         st.rerun()
+
+
+MAPPING_PARTS = (
+    ("id", "Item id (items table)"),
+    ("left", "First item (winner/loser: the winner)"),
+    ("right", "Second item (winner/loser: the loser)"),
+    ("outcome", "Outcome or choice"),
+    ("context_key", "Context key (joins contexts.csv)"),
+    ("counts", "Counts: first's wins, second's wins[, ties]"),
+    ("event", "Rankings: event"),
+    ("rank", "Rankings: rank"),
+)
+
+
+def _mapping_panel() -> tuple[tuple[str, str], ...]:
+    """Overrides of the reader's column guesses, each shown with the current guess."""
+    active = state.active()
+    used = active.data.report.mapping if active is not None and active.source == "upload" else None
+    guesses = used.to_json() if used is not None else {}
+    if used is not None and used.counts:
+        guesses["counts"] = ",".join(used.counts)
+    for part in ("event", "rank"):
+        guesses[part] = getattr(used, part, None)
+    pairs = []
+    with st.expander("Column mapping: which column is which (the reader guesses; change any)"):
+        columns = st.columns(4)
+        for k, (part, label) in enumerate(MAPPING_PARTS):
+            guess = guesses.get(part)
+            text = columns[k % 4].text_input(
+                label, key=f"data:mapping:{part}", placeholder=f"guess: {guess}" if guess else ""
+            )
+            if text.strip():
+                pairs.append((part, text.strip()))
+    return tuple(pairs)
 
 
 def _ignored_columns(loaded: state.LoadedData) -> None:
@@ -212,10 +249,11 @@ def _ignored_columns(loaded: state.LoadedData) -> None:
         state.load_options()["use_columns"] = tuple(chosen)
         try:
             again = sources.load_upload(
-                *loaded.uploaded,
+                *sources.upload_parts(loaded),
                 lenient=loaded.lenient,
                 use_columns=tuple(chosen),
                 missing_indicators=loaded.missing_indicators,
+                mapping=loaded.mapping,
             )
         except PrefShapError as exc:
             show_error(exc)  # escaped: it names the user's columns
@@ -299,6 +337,8 @@ def _summary(loaded: state.LoadedData) -> None:
             key=f"data:rejected:{loaded.key}",
         )
     _ignored_columns(loaded)
+    if report.read_as:
+        st.caption(md(report.read_as))
     with st.expander("Notes from reading the data"):
         for note in report.notes:
             st.markdown(f"- {md(note)}")

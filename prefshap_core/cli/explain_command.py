@@ -9,10 +9,12 @@ Contract (scripts call it exactly so):
         [--scheduler tcp://HOST:8786 | --workers N] [--connect-timeout SECONDS]
 
 DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``winner``
-(an id, or ``left``/``right``), and for ``--what context`` the context: either one
-column per model context column (``context_names``, raw values, standardised with the
-model's offset and scale), or one column per categorical context group holding its
-category (e.g. ``surface`` = ``Clay`` for columns ``surface=Clay``, ...).
+(an id, or ``left``/``right``), or any other layout ``prefshap train`` reads (winner /
+loser, ``y``, counts, wide choice tables, rankings; the column-mapping flags apply),
+and for ``--what context`` the context: either one column per model context column
+(``context_names``, raw values, standardised with the model's offset and scale), or
+one column per categorical context group holding its category (e.g. ``surface`` =
+``Clay`` for columns ``surface=Clay``, ...).
 OUT.csv: one row per input duel, in input order: ``left,right``, then ``duel_id`` and
 ``winner`` when DUELS.csv has them (as given), ``output,base_value``, one column per
 player (group name), then for sampled runs ``se:<player>`` (standard errors of the
@@ -51,8 +53,10 @@ from typing import Any
 import pandas as pd
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
+from prefshap_core.cli.data_flags import add_mapping_flags, mapping_from_flags
 from prefshap_core.cli.explain_input import (
     Duels,
+    outside_pool_rows,
     read_contexts,
     read_duels,
     tie_count,
@@ -61,6 +65,7 @@ from prefshap_core.cli.explain_input import (
 from prefshap_core.cli.explain_output import explanation_table, interaction_table
 from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
+from prefshap_core.data.layouts.explain_rows import explain_duels
 from prefshap_core.data.readers import read_any
 from prefshap_core.explain import Explainer, ExplainOptions, Shapley, cme_options
 from prefshap_core.explain.dask_executor import (
@@ -89,7 +94,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--model", required=True, help="model file (.npz, docs/model-format.md)")
-    parser.add_argument("--duels", required=True, help="CSV with left, right [, winner, context]")
+    parser.add_argument(
+        "--duels",
+        required=True,
+        help="CSV (or tsv/xlsx/parquet) of duels in any layout prefshap train reads",
+    )
     parser.add_argument("--out", required=True, help="CSV to write")
     parser.add_argument("--what", choices=WHATS, default="items")
     parser.add_argument("--exact", action="store_true", help="enumerate every coalition")
@@ -133,6 +142,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"seconds to reach --scheduler (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_mapping_flags(parser)
     parser.set_defaults(run=run)
 
 
@@ -186,22 +196,31 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     file_name = Path(args.duels).name
-    table = read_any(Path(args.duels), file_name=file_name)
+    given = explain_duels(
+        read_any(Path(args.duels), file_name=file_name),
+        mapping_from_flags(args),
+        file_name,
+        item_ids=fn.item_ids,
+    )
+    table = given.table
     skipped = 0
-    if args.lenient:
+    outside = outside_pool_rows(given, fn, file_name)  # a wide table's unseen alternatives
+    if args.lenient and outside is None:
         table, rejected = usable_rows(table, fn, file_name)
         target = args.rejected_out or Path(args.out).with_name(
             Path(args.out).stem + ".rejected.csv"
         )
         write_rejected(rejected, target, "prefshap explain")
         skipped = len(rejected)
-    duels = read_duels(table, fn, file_name)
+    duels = read_duels(table, fn, file_name, rows=outside)
     compute = Compute(device=args.device, dtype=args.dtype)
     with _executor(args) as executor:
         if args.what == "interactions":
             out, summary = _interactions(args, fn, duels, table, compute, executor)
         else:
             out, summary = _explanation(args, fn, duels, table, compute, executor)
+    if outside is not None:  # alternatives outside the pool: named by their values
+        out["left"], out["right"] = table["left"].to_numpy(), table["right"].to_numpy()
     summary["executor"] = "in-process" if executor is None else repr(executor)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_csv(out, args.out, float_format="%.17g")  # ids and headers formula-safe

@@ -1,8 +1,8 @@
 """Reading ``prefshap explain``'s DUELS.csv: item ids, winners, contexts, --lenient rows.
 
 Every bad cell is a DataValidationError naming file, row and column. The command uses
-:func:`usable_rows` (--lenient), :func:`read_duels`, :func:`read_contexts` and
-:func:`tie_count`; the rest is private to this module.
+:func:`usable_rows` (--lenient), :func:`outside_pool_rows`, :func:`read_duels`,
+:func:`read_contexts` and :func:`tie_count`; the rest is private to this module.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from prefshap_core.data.csv_io import row_numbers
 from prefshap_core.data.duel_rows import TIE_WORDS
 from prefshap_core.data.encoding.spec import EncodingSpec
 from prefshap_core.data.encoding.tables import encode_rows
+from prefshap_core.data.layouts.explain_rows import ExplainDuels, side_rows
 from prefshap_core.errors import DataValidationError
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -30,15 +31,46 @@ class Duels:
     ids: np.ndarray  # the rows' numbers (str), the explanation's duel ids
 
 
-def read_duels(table: pd.DataFrame, fn: PreferenceFunction, file_name: str) -> Duels:
-    """Ids and winners of every row (an unknown id or a bad winner names its cell)."""
-    left = _ids(table, fn, "left", file_name)
-    right = _ids(table, fn, "right", file_name)
+def read_duels(
+    table: pd.DataFrame,
+    fn: PreferenceFunction,
+    file_name: str,
+    rows: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Duels:
+    """Ids and winners of every row (an unknown id or a bad winner names its cell).
+
+    ``rows``: both sides as covariate rows (:func:`outside_pool_rows`), for a wide
+    table whose alternatives are not all in the model's pool; the winners are then
+    read against the table's own (value-built) ids.
+    """
+    if rows is None:
+        ids = (_ids(table, fn, "left", file_name), _ids(table, fn, "right", file_name))
+    else:
+        ids = (table["left"].to_numpy(), table["right"].to_numpy())
+    left, right = rows or ids
     return Duels(
         left=left,
         right=right,
-        winners=_winners(table, left, right, file_name),
+        winners=_winners(table, *ids, file_name),
         ids=np.array([str(r) for r in row_numbers(table)]),
+    )
+
+
+def outside_pool_rows(
+    given: ExplainDuels, fn: PreferenceFunction, file_name: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A wide table with alternatives not in the model's pool: both sides as encoded
+    covariate rows (model space); None when every alternative is a pool item."""
+    if given.layout != "wide":
+        return None
+    known = set(np.asarray(fn.item_ids).astype(str).tolist())
+    ids = set(given.table["left"].tolist()) | set(given.table["right"].tolist())
+    if ids <= known:
+        return None
+    spec = EncodingSpec.from_feature_space(fn.item_space, "items")
+    return (
+        encode_rows(side_rows(given, "left"), spec, file_name=file_name).model,
+        encode_rows(side_rows(given, "right"), spec, file_name=file_name).model,
     )
 
 

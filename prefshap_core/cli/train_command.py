@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
+from prefshap_core.cli.data_flags import add_mapping_flags, mapping_from_flags
 from prefshap_core.data.build import load_directory
 from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
+from prefshap_core.data.layouts.loading import load_files
+from prefshap_core.data.layouts.mapping import ColumnMapping
 from prefshap_core.datasets.registry import DATASET_NAMES, load_dataset
 from prefshap_core.models.model_file import save_model
 from prefshap_core.models.params import PARAMS, ParamSpec
@@ -28,11 +31,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Train on the seeded 80/10/10 split; print one JSON line with held-out "
         "metrics and timings; write the pickle-free model file (docs/model-format.md).",
     )
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "--data",
-        required=True,
         help="dataset name (see `prefshap datasets`) or a folder with items.csv and duels.csv",
     )
+    source.add_argument(
+        "--duels",
+        help="the duels file (csv/tsv/xlsx/parquet) in any layout: long, counts, wide, rankings",
+    )
+    parser.add_argument("--items", help="with --duels: the item table (not for wide tables)")
+    parser.add_argument("--contexts", help="with --duels: a contexts table keyed by a duels column")
     parser.add_argument("--out", required=True, help="model file to write (.npz)")
     parser.add_argument("--data-dir", help="real datasets folder (default: $PREFSHAP_DATA_DIR)")
     add_param_flags(parser)
@@ -68,14 +77,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="decimal mark of numbers in CSV files (auto: a comma with ; or tab separators)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_mapping_flags(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    if str(args.data) not in DATASET_NAMES and Path(args.data).is_dir():
+    if args.data is None or args.items or args.contexts:
+        if args.data is not None:
+            raise ValueError("--items and --contexts go with --duels, not --data")
+        data = load_files(
+            args.duels,
+            args.items,
+            args.contexts,
+            mapping=mapping_from_flags(args),
+            seed=args.seed,
+            on_invalid="drop" if args.lenient else "error",
+            use_columns=tuple(args.use_column),
+            decimal=args.decimal,
+            missing_indicators=args.missing_indicators,
+        )
+    elif str(args.data) not in DATASET_NAMES and Path(args.data).is_dir():
         data = load_directory(
             args.data,
+            mapping=mapping_from_flags(args),
             seed=args.seed,
             on_invalid="drop" if args.lenient else "error",
             use_columns=tuple(args.use_column),
@@ -103,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     report = result.to_json()
     report["skipped"] = data.report.skipped_duels + data.report.dropped_duels
     report["ties"] = data.n_ties
+    report["layout"] = data.report.layout
+    report["mapping"] = (data.report.mapping or ColumnMapping()).to_json()
     report["seconds"] = {"load": load_seconds, **report["seconds"]}
     report["out"] = str(args.out)
     print(json.dumps(report, sort_keys=False), flush=True)

@@ -249,35 +249,41 @@ def find_table(folder: Path, stem: str) -> Path | None:
 def load_directory(path: str | Path, *, decimal: str = "auto", **options: object) -> DuelData:
     """Read items, duels and, if present, contexts from a folder (the upload format).
 
-    Each table is ``<name>.csv`` (or ``.tsv``, ``.txt``, ``.xlsx``, ``.parquet``).
-    ``options`` go to :func:`build_duel_data` (``name`` defaults to the folder name;
-    e.g. ``missing_indicators=False``);
-    ``decimal`` to the CSV reader (``"auto"``, ``"."`` or ``","``).
+    Each table is ``<name>.csv`` (or ``.tsv``, ``.txt``, ``.xlsx``, ``.parquet``); the
+    duels table may be in any layout of ``data.layouts`` (a wide choice table needs no
+    items table). ``options`` go to :func:`build_duel_data` (``name`` defaults to the
+    folder name; e.g. ``missing_indicators=False``), ``mapping`` (a ``ColumnMapping``)
+    to the layout reader; ``decimal`` to the CSV reader (``"auto"``, ``"."`` or ``","``).
     """
+    from prefshap_core.data.layouts.loading import load_files
+
     folder = Path(path)
-    tables, names = {}, {}
-    for stem in ("items", "duels", "contexts"):
-        found = find_table(folder, stem)
-        if found is None:
-            if stem == "contexts":
-                continue
-            raise DataValidationError(
-                f"not found in {folder}: a data folder needs {ITEMS_FILE} and {DUELS_FILE} "
-                f"(or .xlsx / .parquet tables of those names; {CONTEXTS_FILE} is optional)",
-                file=f"{stem}.csv",
-            )
-        names[stem] = found.name
-        tables[stem] = read_any(found, file_name=found.name, decimal=decimal)
+    found = {stem: find_table(folder, stem) for stem in ("items", "duels", "contexts")}
+    if found["duels"] is None or (found["items"] is None and not _may_lack_items(found["duels"])):
+        missing = "duels" if found["duels"] is None else "items"
+        raise DataValidationError(
+            f"not found in {folder}: a data folder needs {ITEMS_FILE} and {DUELS_FILE} "
+            f"(or .xlsx / .parquet tables of those names; {CONTEXTS_FILE} is optional)",
+            file=f"{missing}.csv",
+        )
     options.setdefault("name", folder.resolve().name)
-    return build_duel_data(
-        tables["items"],
-        tables["duels"],
-        contexts=tables.get("contexts"),
-        items_file=names["items"],
-        duels_file=names["duels"],
-        contexts_file=names.get("contexts", CONTEXTS_FILE),
+    return load_files(
+        found["duels"],
+        found["items"],
+        found["contexts"],
+        decimal=decimal,
         **options,  # type: ignore[arg-type]
     )
+
+
+def _may_lack_items(duels: Path) -> bool:
+    """A wide choice table has no item table (its rows describe the alternatives)."""
+    from prefshap_core.data.layouts.wide import is_wide_table
+
+    try:
+        return is_wide_table(read_any(duels, file_name=duels.name))
+    except DataValidationError:
+        return True  # the reader reports it
 
 
 def _not_yet_flagged(hits: np.ndarray, problems: list, skipped: np.ndarray) -> np.ndarray:

@@ -9,10 +9,13 @@ line (``row + 1``) even when blank lines were skipped.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +35,33 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _UNSEEN = object()
 _MAX_SHARED = 2_000_000  # distinct cell texts shared (bounds the cache itself)
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# The name given to an unnamed first column (R's write.csv row names) while
+# reading_row_names() is on; the layout reader then uses it as a key or rejects it.
+ROW_NAMES = "(row names)"
+_ROW_NAMES_ALLOWED: ContextVar[bool] = ContextVar("row_names_allowed", default=False)
+
+
+@contextlib.contextmanager
+def reading_row_names() -> Iterator[None]:
+    """Within it, an unnamed first header cell names the column :data:`ROW_NAMES`.
+
+    The readers keep rejecting it elsewhere: only a reader that sees every file
+    can tell whether the column is a key (referenced by another file) or debris.
+    """
+    token = _ROW_NAMES_ALLOWED.set(True)
+    try:
+        yield
+    finally:
+        _ROW_NAMES_ALLOWED.reset(token)
+
+
+def unnamed_column_reason(position: int) -> str:
+    """The message for a header cell with no name (a column nothing references)."""
+    return (
+        f"column {position} of the header row has no name: every column needs a "
+        "name (an unnamed first column is often an index written by a spreadsheet "
+        "or pandas; delete it)"
+    )
 
 
 def read_table(
@@ -314,14 +344,12 @@ def check_header(fields: list[str], file_name: str) -> list[str]:
             f"row naming its columns (it starts with {', '.join(names[:4])})",
             file=file_name,
         )
+    if len(names) > 1 and not names[0] and _ROW_NAMES_ALLOWED.get() and ROW_NAMES not in names:
+        names[0] = ROW_NAMES
     for position, name in enumerate(names, start=1):
         if not name:
             raise DataValidationError(
-                f"column {position} of the header row has no name: every column needs a "
-                "name (an unnamed first column is often an index written by a spreadsheet "
-                "or pandas; delete it)",
-                file=file_name,
-                column=f"#{position}",
+                unnamed_column_reason(position), file=file_name, column=f"#{position}"
             )
     seen: dict[str, int] = {}
     for position, name in enumerate(names, start=1):

@@ -20,6 +20,7 @@ from prefshap_core.data.feature_space import FeatureSpace
 if TYPE_CHECKING:
     from prefshap_core.data.encoding.spec import EncodingSpec
     from prefshap_core.data.id_columns import IgnoredColumn
+    from prefshap_core.data.layouts.mapping import ColumnMapping
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class DataReport:
     ignored_columns: tuple[IgnoredColumn, ...] = ()  # id-like columns not used
     # Every row not used (dropped or skipped): file, row, line, column, reason, its cells.
     rejected: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    layout: str = "long"  # as read: "long", "counts", "wide" or "rankings"
+    read_as: str = ""  # one line saying what the reader detected (empty: not from files)
+    mapping: ColumnMapping | None = None  # the columns used, when read from files
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +74,9 @@ class DuelData:
     # encoding.encode_rows needs it to encode new rows, e.g. contexts given to the CLI.
     item_encoding: EncodingSpec | None = None
     context_encoding: EncodingSpec | None = None
+    # (m,) int64 source row of each duel when rows hold several duels (count tables):
+    # a split keeps a row's duels together. None: every duel is its own row.
+    duel_groups: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n, m = len(self.item_ids), len(self.left)
@@ -83,6 +90,8 @@ class DuelData:
                 raise ValueError("contexts need context_space and context_index")
             if len(self.context_index) != m:
                 raise ValueError("context_index must have one entry per duel")
+        if self.duel_groups is not None and len(self.duel_groups) != m:
+            raise ValueError("duel_groups must have one entry per duel")
 
     # -- sizes -------------------------------------------------------------------
     @property
@@ -142,6 +151,7 @@ class DuelData:
             duel_ids=self.duel_ids[duels],
             context_index=None if self.context_index is None else self.context_index[duels],
             raw_duels=None if self.raw_duels is None else self.raw_duels.iloc[duels],
+            duel_groups=None if self.duel_groups is None else self.duel_groups[duels],
         )
 
 
@@ -155,10 +165,19 @@ class Split:
 
 
 def split_duels(
-    n_duels: int, seed: int, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    n_duels: int,
+    seed: int,
+    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    groups: np.ndarray | None = None,
 ) -> Split:
-    """Seeded random split by duel. Every part gets at least one duel."""
+    """Seeded random split by duel. Every part gets at least one duel.
+
+    ``groups`` (``DuelData.duel_groups``): duels of one group stay in one part.
+    """
     from prefshap_core.errors import DataValidationError
+
+    if groups is not None:
+        return _split_groups(np.asarray(groups), seed, fractions)
 
     if n_duels < 3:
         raise DataValidationError(
@@ -177,3 +196,53 @@ def split_duels(
         validation=np.sort(order[n_train : n_train + n_val]),
         test=np.sort(order[n_train + n_val :]),
     )
+
+
+def _split_groups(groups: np.ndarray, seed: int, fractions: tuple[float, float, float]) -> Split:
+    """Whole groups, in a seeded order, to validation and test until each has its share."""
+    from prefshap_core.errors import DataValidationError
+
+    names, codes = np.unique(groups, return_inverse=True)
+    if len(names) < 3:
+        raise DataValidationError(
+            f"too few rows to split into train/validation/test: {len(names)} rows of counts "
+            "(need at least 3; a row's duels stay together)"
+        )
+    if abs(sum(fractions) - 1.0) > 1e-9 or min(fractions) <= 0:
+        raise ValueError("fractions must be positive and sum to 1")
+    order = np.random.default_rng(seed).permutation(len(names))
+    sizes = np.bincount(codes, minlength=len(names))[order]
+    n = len(groups)
+    filled = np.cumsum(sizes)
+    n_val = max(1, round(fractions[1] * n))
+    n_test = max(1, round(fractions[2] * n))
+    end_val = max(1, int(np.searchsorted(filled, n_val) + 1))
+    end_test = max(end_val + 1, int(np.searchsorted(filled, filled[end_val - 1] + n_test) + 1))
+    if end_test >= len(names):
+        raise DataValidationError(f"too few rows of counts to split: {len(names)}")
+    part = np.empty(len(names), dtype=np.int64)
+    part[order[:end_val]], part[order[end_val:end_test]], part[order[end_test:]] = 1, 2, 0
+    of_duel = part[codes]
+    return Split(
+        train=np.flatnonzero(of_duel == 0),
+        validation=np.flatnonzero(of_duel == 1),
+        test=np.flatnonzero(of_duel == 2),
+    )
+
+
+def group_folds(groups: np.ndarray, seed: object, n_folds: int) -> list[np.ndarray]:
+    """Seeded folds of duel indices, whole groups each (``DuelData.duel_groups``)."""
+    names, codes = np.unique(groups, return_inverse=True)
+    order = np.random.default_rng(seed).permutation(len(names))  # type: ignore[arg-type]
+    parts = np.array_split(order, min(n_folds, len(names)))
+    return [np.flatnonzero(np.isin(codes, part)) for part in parts]
+
+
+def group_holdout(
+    groups: np.ndarray, duels: np.ndarray, seed: object
+) -> tuple[np.ndarray, np.ndarray]:
+    """``duels`` split into training and about a ninth held out, whole groups each."""
+    names, codes = np.unique(groups[duels], return_inverse=True)
+    order = np.random.default_rng(seed).permutation(len(names))  # type: ignore[arg-type]
+    held = np.isin(codes, order[: max(1, len(names) // 9)])
+    return np.sort(duels[~held]), np.sort(duels[held])

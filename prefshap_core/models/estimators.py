@@ -125,7 +125,7 @@ class PreferenceModel:
         progress.update("Preparing: lengthscales from the median heuristic", 0.0)
         compute = self.compute or Compute()
         if train is None or validation is None:
-            split = split_duels(data.n_duels, self.seed)
+            split = split_duels(data.n_duels, self.seed, groups=data.duel_groups)
             train = split.train if train is None else train
             validation = split.validation if validation is None else validation
         train, validation = np.asarray(train), np.asarray(validation)

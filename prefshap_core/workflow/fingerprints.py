@@ -31,6 +31,8 @@ def data_fingerprint(data: DuelData) -> str:
         _hash_space(h, "context", data.context_space)
     for label in ("contexts", "context_index", "context_labels"):
         _hash_part(h, label, getattr(data, label))
+    if data.duel_groups is not None:  # only then: data without groups keeps its value
+        _hash_part(h, "duel_groups", data.duel_groups)
     return h.hexdigest()[:20]
 
 

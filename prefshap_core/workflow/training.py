@@ -14,7 +14,7 @@ import numpy as np
 
 from prefshap_core import budget
 from prefshap_core.compute import Compute
-from prefshap_core.data.duel_data import DuelData, Split, split_duels
+from prefshap_core.data.duel_data import DuelData, Split, group_folds, group_holdout, split_duels
 from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambda
 from prefshap_core.metrics import duel_rankability
@@ -50,15 +50,19 @@ def cross_validated_auc(
     progress = ensure_progress(progress)
     order = np.random.default_rng([settings.seed, 3]).permutation(data.n_duels)
     folds = [np.sort(f) for f in np.array_split(order, min(CV_FOLDS, data.n_duels))]
+    if data.duel_groups is not None:  # a count row's duels stay in one fold
+        folds = group_folds(data.duel_groups, [settings.seed, 3], CV_FOLDS)
     aucs = []
     for k, fold in enumerate(folds):
         rest = np.setdiff1d(order, fold)
         inner = np.random.default_rng([settings.seed, 4, k]).permutation(rest)
         n_val = max(1, len(rest) // 9)
+        fit_on, tune_on = np.sort(inner[n_val:]), np.sort(inner[:n_val])
+        if data.duel_groups is not None:
+            fit_on, tune_on = group_holdout(data.duel_groups, rest, [settings.seed, 4, k])
         model = settings.model().fit(
-            data, np.sort(inner[n_val:]), np.sort(inner[:n_val]),
-            progress.span(k / len(folds), (k + 1) / len(folds)),
-        )  # fmt: skip
+            data, fit_on, tune_on, progress.span(k / len(folds), (k + 1) / len(folds))
+        )
         auc = model.score(data, fold)["roc_auc"]
         if np.isfinite(auc):
             aucs.append(float(auc))
@@ -82,7 +86,7 @@ def train(
     start = time.perf_counter()
     progress = ensure_progress(progress)
     check_dataset_names(data.item_space, data.context_space)  # export columns stay unique
-    split = split_duels(data.n_duels, settings.seed)
+    split = split_duels(data.n_duels, settings.seed, groups=data.duel_groups)
     with_baseline = settings.baseline and settings.kind != "upm"
     main_share = 0.7 if with_baseline else 0.95
     n_features = data.item_space.n_features + (

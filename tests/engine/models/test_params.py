@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from prefshap_core.cli import train_command
+from prefshap_core.cli.data_flags import MAPPING_DESTS
 from prefshap_core.compute import Compute
 from prefshap_core.models.estimators import GPM, UPM, PreferenceModel
 from prefshap_core.models.hyperparameters import CG_ITERATIONS, PENALTY_PATH
@@ -246,9 +247,13 @@ def test_train_flags_parse_as_before(argv, expected) -> None:
     parsed = vars(_train_parser().parse_args(REQUIRED + argv))
     parsed.pop("run")
     assert {name: parsed[name] for name in expected} == expected
-    # Any other flag is a parameter added since (at its default when not given).
+    # Any other flag is a parameter added since (at its default when not given), or a
+    # data-reading flag of the files-as-published reader (None when not given).
+    data_flags = {"duels", "items", "contexts", *MAPPING_DESTS}
+    assert all(parsed[name] is None for name in data_flags)
     added = {train_command.flag_dest(s): s for s in PARAMS}
-    assert all(added[name].default == parsed[name] for name in set(parsed) - set(expected))
+    others = set(parsed) - set(expected) - data_flags
+    assert all(added[name].default == parsed[name] for name in others)
 
 
 @pytest.mark.parametrize(
