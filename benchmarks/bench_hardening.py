@@ -136,8 +136,12 @@ try:
             except Exception as err:
                 done(f"{type(err).__name__}: stopped {time.time() - start - 0.5:.2f} s after")
     elif name == "cache4":  # base upload + other names, units, grouping (equal in model space)
+        sys.path.insert(0, os.environ["PREFSHAP_REPO"])
         sys.path.insert(0, os.path.join(os.environ["PREFSHAP_REPO"], "tests"))
-        from test_hardening_cache import variants
+        try:  # the tests by unit, or an older tree's flat tests/
+            from tests.engine.test_cache_isolation import variants
+        except ImportError:
+            from test_hardening_cache import variants
         workflow = workflow_api()
         fps = {workflow.data_fingerprint(d) for d in variants.__wrapped__()}
         done(f"{len(fps)} distinct cache entries for 4 uploads")
@@ -149,10 +153,8 @@ except Exception as err:
 def make_inputs(folder: Path) -> None:
     """The crafted files (a few MB, plus one ~200 MB CSV), into ``folder``."""
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_hardening_model_file import _function, _with
-
     from prefshap_core.models.model_file import model_arrays
+    from tests.engine.models.test_model_file_limits import _function, _with
 
     (folder / "tiny_ls.npz").write_bytes(_with(lengthscales=np.full(4, 1e-200)))
     huge = np.full((20, 4), 1e200) * np.arange(20)[:, None]
