@@ -22,6 +22,7 @@ from dashboard.components.export import figure_exports, file_stem, table_downloa
 from dashboard.components.guard import run_guarded
 from prefshap_core.analysis.context_condition import categorical_context_groups
 from prefshap_core.analysis.intransitivity import MAX_ITEMS
+from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.plots.potential import potential_plot
 
 DEFAULT_ITEMS = 200
@@ -125,7 +126,7 @@ def render() -> None:
         st.markdown("\n".join(lines))
         if triangles:
             table_download(
-                _triangle_table(triangles, labels).to_csv(index=False).encode(),
+                to_csv_bytes(_triangle_table(triangles, labels)),
                 f"{file_stem('cycles', data.name)}.csv", label="Cycles (CSV)",
                 key="intransitivity:csv",
             )  # fmt: skip
