@@ -28,6 +28,7 @@ from dashboard import state
 from prefshap_core import budget, workflow
 from prefshap_core.cache import cache_dir
 from prefshap_core.data import DuelData, build_duel_data, read_any
+from prefshap_core.data.upload_limits import upload_need_bytes
 from prefshap_core.datasets import available_datasets, load_dataset, synthetic_clusters
 from prefshap_core.paths import repo_root
 
@@ -180,7 +181,7 @@ def load_upload(
     known = state.datasets().get(key)
     if known is not None:
         return known
-    need = sum(len(f.data) for f in files) * budget.CSV_BYTES_PER_BYTE
+    need = sum(upload_need_bytes(f.data, f.name) for f in files)  # as declared, not as sent
     with budget.reserve(need, "Reading this upload", budget.UPLOAD_REDUCE):
         data = _uploaded_data(
             tuple(f.digest for f in files), tuple(f.name for f in files), lenient, use_columns,
