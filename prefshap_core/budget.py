@@ -214,6 +214,34 @@ def explain_bytes(
     return int(design + values + int(cme_bytes) + duels)
 
 
+def coalition_table_bytes(n_unique: int, n_duels: int, n_coalitions: int) -> int:
+    """The whole coalition table of an exact run (interactions, other games): every
+    batch's values and their stacked copy (K x distinct duels, twice), the table per
+    duel (K x duels) and, for side players, its swapped copies (twice more)."""
+    return (2 * int(n_unique) + 3 * int(n_duels)) * int(n_coalitions) * 8
+
+
+def interaction_bytes(n_players: int, n_duels: int) -> int:
+    """Pairwise interactions from a coalition table: the coefficient matrix (pairs x
+    2^p) and the values (duels x pairs, with the product's transpose)."""
+    pairs = n_players * (n_players - 1) // 2
+    return (pairs * 2**n_players + 3 * pairs * int(n_duels)) * 8
+
+
+# Side-aware contraction: per-side embeddings gathered at once (sides._MAX_GATHERED_ELEMENTS
+# each for left, right, B R and the grid) bound its workspace.
+_SIDE_GATHERED_ELEMENTS = 1 << 25
+
+
+def side_values_bytes(n_codes: int, n_rows: int, n_queries: int, n_masks: int, n_duels: int) -> int:
+    """Side-aware values of one batch: every distinct side coalition's embedding
+    (centre rows x query columns, at most one column per query), the values
+    (coalitions x duels) and the contraction's gathered blocks."""
+    embeddings = int(n_codes) * int(n_rows) * max(1, int(n_queries)) * 8
+    values = int(n_masks) * int(n_duels) * 8
+    return embeddings + values + 4 * _SIDE_GATHERED_ELEMENTS * 8
+
+
 # -- checking and reserving --------------------------------------------------------------
 _LOCK = threading.Lock()
 _RESERVED = {"bytes": 0}
