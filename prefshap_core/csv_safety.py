@@ -34,12 +34,24 @@ def neutralise(value: Any) -> Any:
     return "'" + value
 
 
+def _is_formula(value: Any) -> bool:
+    return neutralise(value) is not value
+
+
 def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy whose text cells and headers are neutralised (numbers untouched)."""
+    """A copy whose text cells and headers are neutralised (numbers untouched).
+
+    Only the cells that need a quote change: every other cell keeps its value and its
+    column its dtype (a ``map`` over the column would turn integers beside a missing
+    cell into floats, ``47`` into ``47.0``).
+    """
     out = frame.copy()
     for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = out[column].map(neutralise)
+        series = out[column]
+        if series.dtype == object or pd.api.types.is_string_dtype(series):
+            hostile = series.map(_is_formula, na_action="ignore").fillna(False).astype(bool)
+            if hostile.any():
+                out[column] = series.where(~hostile, series[hostile].map(neutralise))
     out.columns = [neutralise(str(c)) for c in out.columns]
     return out
 
