@@ -35,6 +35,7 @@ from prefshap_core.data.layouts.loading import build_from_tables
 from prefshap_core.data.layouts.mapping import ColumnMapping
 from prefshap_core.data.layouts.wide import is_wide_table
 from prefshap_core.data.readers import read_any
+from prefshap_core.data.upload_limits import upload_need_bytes
 from prefshap_core.datasets.registry import available_datasets, load_dataset
 from prefshap_core.datasets.synthetic import synthetic_clusters
 from prefshap_core.errors import PrefShapError
@@ -208,7 +209,7 @@ def load_upload(
     known = state.datasets().get(key)
     if known is not None:
         return known
-    need = sum(len(f.data) for f in files) * budget.CSV_BYTES_PER_BYTE
+    need = sum(upload_need_bytes(f.data, f.name) for f in files)  # as declared, not as sent
     with budget.reserve(need, "Reading this upload", budget.UPLOAD_REDUCE):
         data = _uploaded_data(
             tuple(f.digest for f in files), tuple(f.name for f in files), lenient, use_columns,

@@ -40,18 +40,49 @@ CSV_BYTES_PER_BYTE = 40
 UPLOAD_REDUCE = "the size of the files (fewer duels, fewer or shorter columns)"
 # The K_nM cache of the training operator (solvers.operator.DEFAULT_CACHE_BUDGET_BYTES).
 _KERNEL_CACHE_BYTES = 2 * 2**30
+# m x m matrices alive at the solver's peak (solvers/preconditioner.py, logistic.py):
+# K_MM (kept by the operator), T = chol(K_MM + jitter I), the penalty's K_MM + jitter I,
+# T T^T, A = chol(T T^T / M + lambda I), and while a Newton step refactors A its input
+# and the new factor: 7. The first Cholesky (K_MM, the identity, K_MM + j I, the
+# factor: 4), triangular_gram (K_MM, T, the copy, its sum, block product and
+# symmetrised result: 6) and the centre Gram's gather (3 scratch) peak lower.
+SOLVER_SQUARE_MATRICES = 7
+# Blocks, scratch and small arrays of a training, beyond what is counted.
+_TRAINING_SLACK = 64 * 2**20
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
 def physical_memory_bytes() -> int:
     """The machine's physical memory (a cgroup limit, when lower, wins)."""
     total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    for limit_file in _cgroup_limit_files():
         with contextlib.suppress(OSError, ValueError):
             text = open(limit_file, encoding="ascii").read().strip()  # noqa: SIM115
             if text.isdigit() and 0 < int(text) < total:
                 total = int(text)
     return int(total)
+
+
+def _cgroup_limit_files() -> list[str]:
+    """Memory limit files of this process's cgroup and its ancestors (v2 and v1).
+
+    The mount's root is not enough: ``systemd-run -p MemoryMax=...`` or a container
+    runtime puts the limit on the process's own, nested cgroup.
+    """
+    files = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
+    with contextlib.suppress(OSError):
+        for line in open("/proc/self/cgroup", encoding="ascii").read().splitlines():  # noqa: SIM115
+            _, controllers, path = line.split(":", 2)
+            if controllers == "":  # v2: the unified hierarchy
+                base, name = "/sys/fs/cgroup", "memory.max"
+            elif "memory" in controllers.split(","):
+                base, name = "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+            else:
+                continue
+            parts = [p for p in path.split("/") if p and p != ".."]
+            for depth in range(len(parts), 0, -1):
+                files.append("/".join([base, *parts[:depth], name]))
+    return files
 
 
 def parse_size(text: str, physical: int | None = None) -> int:
@@ -102,23 +133,67 @@ def training_bytes(
     itemsize: int = 8,
     *,
     kernel_cache_bytes: int = _KERNEL_CACHE_BYTES,
+    n_validation: int = 0,
+    n_items: int = 0,
+    weight_grid: bool = False,
 ) -> int:
-    """Peak of one training: the centre Gram, its Cholesky factor, the preconditioner's
-    ``A`` and the ``T T^T`` scratch (4 m^2), ``K_nM`` (cached up to
-    ``kernel_cache_bytes``, else recomputed by blocks) and the duel matrices. The
-    baseline UPM runs after the main model with the same sizes: no higher peak."""
-    m = max(0, min(int(n_centres), int(n_train)))
-    gram = 4 * m * m * itemsize
-    knm = min(int(n_train) * m * itemsize, int(kernel_cache_bytes)) + 64 * 2**20
-    rows = 4 * int(n_train) * max(1, int(n_features)) * 8
-    return int(gram + knm + rows)
+    """Peak of one training, every term an array the solver path holds at once:
+
+    * :data:`SOLVER_SQUARE_MATRICES` m x m matrices (the jittered copy and the
+      identity of the Cholesky, ``T T^T`` and both factors of ``A`` included);
+    * ``K_nM`` and the validation duels' ``K_vM``, each counted when its operator
+      caches it (its size at most ``kernel_cache_bytes``, else it is recomputed by
+      blocks). With a grid of utility weights at full size (``weight_grid``) the
+      GPM term's cache, the utility term's matrix and their weighted sum (3 K_nM) and
+      both terms' ``K_vM`` are alive;
+    * the pair-kernel factors ``G[items, centre items]`` of each operator (two, and
+      their difference; ``n_items`` rows at most): train and validation, 4 sets with
+      the weight grid;
+    * the duel matrices and :data:`_TRAINING_SLACK` of blocks and scratch.
+
+    The UPM baseline runs after the main model with the same sizes: no higher peak.
+    """
+    n_train, n_validation = int(n_train), int(n_validation)
+    m = max(0, min(int(n_centres), n_train))
+    square = SOLVER_SQUARE_MATRICES * m * m * itemsize
+    cache = int(kernel_cache_bytes)
+    train_copies, validation_copies, factor_sets = (3, 2, 4) if weight_grid else (1, 1, 2)
+
+    def cached(rows: int) -> int:
+        size = rows * m * itemsize
+        return size if size <= cache else 0
+
+    kernels = train_copies * cached(n_train) + validation_copies * cached(n_validation)
+    item_rows = min(max(0, int(n_items)), 2 * n_train)
+    # a, b (and d = a - b) per operator, and the item Gram they are gathered from
+    factors = (factor_sets * 3 * m + min(item_rows, 2 * m)) * item_rows * itemsize
+    rows = 4 * n_train * max(1, int(n_features)) * 8
+    return int(square + kernels + factors + rows + _TRAINING_SLACK)
 
 
-def kernel_cache_allowance(n_train: int, n_centres: int, n_features: int, itemsize: int = 8) -> int:
-    """How much of ``K_nM`` one training may cache within the job budget (chunking the
-    rest: the operator then recomputes blocks, slower but bounded)."""
-    without = training_bytes(n_train, n_centres, n_features, itemsize, kernel_cache_bytes=0)
-    return int(max(0, min(_KERNEL_CACHE_BYTES, current_budget().job_bytes - without)))
+def kernel_cache_allowance(
+    n_train: int,
+    n_centres: int,
+    n_features: int,
+    itemsize: int = 8,
+    *,
+    n_validation: int = 0,
+    n_items: int = 0,
+    weight_grid: bool = False,
+) -> int:
+    """How large a ``K_nM`` one training may cache within the job budget, each of its
+    cached copies counted (a larger one is recomputed by blocks: slower, bounded)."""
+    sizes = {"n_validation": n_validation, "n_items": n_items, "weight_grid": weight_grid}
+    without = training_bytes(
+        n_train, n_centres, n_features, itemsize, kernel_cache_bytes=0, **sizes
+    )
+    copies = (
+        (3 + 2 * n_validation / max(1, n_train))
+        if weight_grid
+        else (1 + n_validation / max(1, n_train))
+    )
+    room = (current_budget().job_bytes - without) / copies
+    return int(max(0, min(_KERNEL_CACHE_BYTES, room)))
 
 
 def explain_bytes(
@@ -137,6 +212,34 @@ def explain_bytes(
     values = min(k * max(1, int(n_duels)), 1 << 25) * 8 * 2
     duels = 4 * int(n_duels) * max(1, int(n_features)) * 8
     return int(design + values + int(cme_bytes) + duels)
+
+
+def coalition_table_bytes(n_unique: int, n_duels: int, n_coalitions: int) -> int:
+    """The whole coalition table of an exact run (interactions, other games): every
+    batch's values and their stacked copy (K x distinct duels, twice), the table per
+    duel (K x duels) and, for side players, its swapped copies (twice more)."""
+    return (2 * int(n_unique) + 3 * int(n_duels)) * int(n_coalitions) * 8
+
+
+def interaction_bytes(n_players: int, n_duels: int) -> int:
+    """Pairwise interactions from a coalition table: the coefficient matrix (pairs x
+    2^p) and the values (duels x pairs, with the product's transpose)."""
+    pairs = n_players * (n_players - 1) // 2
+    return (pairs * 2**n_players + 3 * pairs * int(n_duels)) * 8
+
+
+# Side-aware contraction: per-side embeddings gathered at once (sides._MAX_GATHERED_ELEMENTS
+# each for left, right, B R and the grid) bound its workspace.
+_SIDE_GATHERED_ELEMENTS = 1 << 25
+
+
+def side_values_bytes(n_codes: int, n_rows: int, n_queries: int, n_masks: int, n_duels: int) -> int:
+    """Side-aware values of one batch: every distinct side coalition's embedding
+    (centre rows x query columns, at most one column per query), the values
+    (coalitions x duels) and the contraction's gathered blocks."""
+    embeddings = int(n_codes) * int(n_rows) * max(1, int(n_queries)) * 8
+    values = int(n_masks) * int(n_duels) * 8
+    return embeddings + values + 4 * _SIDE_GATHERED_ELEMENTS * 8
 
 
 # -- checking and reserving --------------------------------------------------------------
@@ -168,7 +271,10 @@ def reserve(need_bytes: int, what: str, reduce: str) -> Iterator[None]:
     """:func:`check`, then hold ``need_bytes`` of the server budget while the block runs.
 
     Refuses when the jobs already running leave too little, so that several
-    visitors together cannot exhaust the machine either.
+    visitors together cannot exhaust the machine either. An allocation that still
+    fails inside the block (the machine is shared, an estimate is only an estimate)
+    ends as a :class:`MemoryBudgetError` saying what to reduce, not as the
+    allocator's traceback.
     """
     check(need_bytes, what, reduce)
     budget = current_budget()
@@ -183,9 +289,43 @@ def reserve(need_bytes: int, what: str, reduce: str) -> Iterator[None]:
         _RESERVED["bytes"] = in_use + need_bytes
     try:
         yield
+    except MemoryBudgetError:
+        raise
+    except (MemoryError, RuntimeError) as exc:
+        if not is_allocation_failure(exc):
+            raise
+        raise MemoryBudgetError(
+            f"{what} ran out of memory ({_allocation_detail(exc)}) although its estimate, "
+            f"about {_gib(need_bytes)}, fit the {_gib(budget.job_bytes)} one job may use: "
+            f"the machine has less free memory than that (other programs?); reduce "
+            f"{reduce} (or lower {MEMORY_BUDGET_ENV})"
+        ) from exc
     finally:
         with _LOCK:
             _RESERVED["bytes"] -= need_bytes
+
+
+# What the allocators say when they fail: torch's CPU allocator raises RuntimeError
+# ("DefaultCPUAllocator: can't allocate memory: you tried to allocate ..."), its CUDA
+# one torch.OutOfMemoryError (a RuntimeError), numpy and Python MemoryError.
+_ALLOCATION_FAILURES = ("can't allocate memory", "cannot allocate memory", "out of memory")
+
+
+def is_allocation_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocator that could not get memory (not a budget refusal)."""
+    if isinstance(exc, MemoryBudgetError):
+        return False
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(f in text for f in _ALLOCATION_FAILURES)
+
+
+def _allocation_detail(exc: BaseException) -> str:
+    found = re.search(r"allocate (\d+) bytes", str(exc))
+    if found:
+        return f"an allocation of {_gib(int(found.group(1)))} failed"
+    return type(exc).__name__
 
 
 def _gib(n_bytes: int) -> str:

@@ -11,8 +11,10 @@ Layout under the root (``$PREFSHAP_CACHE_DIR``, default ``<repo>/.prefshap_cache
     models/<key>/model.npz         the model file (docs/model-format.md)
                  split.npz         train / validation / test duel indices
                  result.json       metrics, SpecR, timings, settings
+                 integrity.json    checksums of the files, engine version (signature)
     explanations/<key>/arrays.npz  values, outputs, ids, labels, ...
                        meta.json   player names, what, orientation, meta
+                       integrity.json
 
 Every key comes from :func:`entry_key`.
 
@@ -23,13 +25,20 @@ or none; temporary folders a killed writer left behind are removed once they are
 old (:meth:`DiskCache.remove_orphans`, run when a cache is opened). An entry that
 cannot be read (truncated, edited, from an older format) is treated as missing and
 removed, so the caller recomputes and rewrites it.
+
+Each entry carries a manifest of its files' checksums and the engine version
+(:mod:`cache_integrity`): a file that does not match is a miss, and is logged. With
+``PREFSHAP_CACHE_SECRET`` set the manifest is HMAC-signed and only validly signed
+entries are served (entries written before checksums existed are misses too).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -40,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from prefshap_core.cache_integrity import IntegrityError, read_verified, seal
 from prefshap_core.data.duel_data import Split
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.options import ENGINE_VERSION, ExplainOptions
@@ -50,6 +60,7 @@ from prefshap_core.workflow.settings import TrainSettings
 
 CACHE_DIR_ENV = "PREFSHAP_CACHE_DIR"
 FORMAT_VERSION = 2  # 2: keys from entry_key (names, units and grouping included)
+_LOG = logging.getLogger(__name__)
 # A temporary entry folder this old cannot belong to a live writer (writes take seconds).
 ORPHAN_AGE_S = 600.0
 
@@ -140,19 +151,20 @@ class DiskCache:
         if not folder.is_dir():
             return None
         try:
-            info = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+            files = read_verified(folder)  # the bytes parsed below are the checked ones
+            info = json.loads(files["result.json"].decode("utf-8"))
             if info.get("format_version") != FORMAT_VERSION:
                 raise ValueError("cache format changed")
             settings = TrainSettings.from_record(info["settings"])
-            with np.load(folder / "split.npz", allow_pickle=False) as npz:
+            with np.load(io.BytesIO(files["split.npz"]), allow_pickle=False) as npz:
                 split = Split(
                     train=npz["train"].astype(np.int64),
                     validation=npz["validation"].astype(np.int64),
                     test=npz["test"].astype(np.int64),
                 )
-            function = load_model(folder / "model.npz")
-            baseline_file = folder / "baseline.npz"  # the UPM baseline, when one was fitted
-            baseline = load_model(baseline_file) if baseline_file.is_file() else None
+            function = load_model(files["model.npz"])
+            baseline_file = files.get("baseline.npz")  # the UPM baseline, when one was fitted
+            baseline = load_model(baseline_file) if baseline_file is not None else None
             return TrainingResult(
                 data_name=str(info["data_name"]),
                 settings=settings,
@@ -165,6 +177,9 @@ class DiskCache:
                 seconds={k: float(v) for k, v in info["seconds"].items()},
                 baseline_function=baseline,
             )
+        except IntegrityError as exc:
+            self._miss(folder, exc)
+            return None
         except Exception:  # any unreadable entry is a cache miss, never an error
             self._discard(folder)
             return None
@@ -205,11 +220,12 @@ class DiskCache:
         if not folder.is_dir():
             return None
         try:
-            info = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            files = read_verified(folder)  # the bytes parsed below are the checked ones
+            info = json.loads(files["meta.json"].decode("utf-8"))
             if info.get("format_version") != FORMAT_VERSION:
                 raise ValueError("cache format changed")
             arrays: dict[str, Any] = {}
-            with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
+            with np.load(io.BytesIO(files["arrays.npz"]), allow_pickle=False) as npz:
                 for name in _ARRAY_FIELDS:
                     if name not in npz.files:
                         arrays[name] = None
@@ -229,6 +245,9 @@ class DiskCache:
                 orientation=info["orientation"],
                 meta=info["meta"],
             )
+        except IntegrityError as exc:
+            self._miss(folder, exc)
+            return None
         except Exception:  # unreadable entry: a miss, and it is rewritten
             self._discard(folder)
             return None
@@ -316,15 +335,21 @@ class DiskCache:
             return None
         try:
             write(tmp)
+            seal(tmp)  # checksums (and, with PREFSHAP_CACHE_SECRET, a signature)
             if target.exists():  # an older or concurrent copy: replace it
                 self._discard(target)
             os.replace(tmp, target)
             return target
-        except OSError:
+        except (OSError, IntegrityError):
             return None
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+
+    def _miss(self, folder: Path, reason: IntegrityError) -> None:
+        """An entry that fails its integrity check: logged, removed, recomputed by the caller."""
+        _LOG.warning("cache entry %s is not used: %s", folder, reason)
+        self._discard(folder)
 
     @staticmethod
     def _discard(folder: Path) -> None:

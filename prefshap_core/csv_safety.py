@@ -34,27 +34,41 @@ def neutralise(value: Any) -> Any:
     return "'" + value
 
 
+def _is_formula(value: Any) -> bool:
+    return neutralise(value) is not value
+
+
 def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy whose text cells and headers are neutralised (numbers untouched)."""
+    """A copy whose text cells and headers are neutralised (numbers untouched).
+
+    Only the cells that need a quote change: every other cell keeps its value and its
+    column its dtype (a ``map`` over the column would turn integers beside a missing
+    cell into floats, ``47`` into ``47.0``).
+    """
     out = frame.copy()
     for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = out[column].map(neutralise)
+        series = out[column]
+        if series.dtype == object or pd.api.types.is_string_dtype(series):
+            hostile = series.map(_is_formula, na_action="ignore").fillna(False).astype(bool)
+            if hostile.any():
+                out[column] = series.where(~hostile, series[hostile].map(neutralise))
     out.columns = [neutralise(str(c)) for c in out.columns]
     return out
 
 
 def to_csv_bytes(frame: pd.DataFrame, **options: Any) -> bytes:
-    """UTF-8 CSV of ``frame`` (``index=False`` unless given), neutralised."""
+    """UTF-8 CSV of ``frame`` (``index=False`` unless given), neutralised.
+
+    The one place the product calls ``DataFrame.to_csv`` (a test walks the source).
+    """
     options.setdefault("index", False)
     return safe_frame(frame).to_csv(**options).encode("utf-8")
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path, **options: Any) -> Path:
-    """Write ``frame`` as a neutralised CSV; returns the path."""
-    options.setdefault("index", False)
+    """Write ``frame`` as a neutralised CSV (:func:`to_csv_bytes`); returns the path."""
     path = Path(path)
-    safe_frame(frame).to_csv(path, **options)
+    path.write_bytes(to_csv_bytes(frame, **options))
     return path
 
 

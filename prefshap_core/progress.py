@@ -18,6 +18,10 @@ from dataclasses import dataclass
 
 from prefshap_core.errors import CancelledError, DeadlineExceeded
 
+# An ETA from 2 % of the work on, or once the work has run this long at any progress:
+# a 2^16-coalition interaction run reaches 2 % only after many minutes.
+ETA_AFTER_S = 10.0
+
 
 @dataclass(frozen=True)
 class ProgressUpdate:
@@ -47,7 +51,8 @@ class Progress:
             return
         fraction = min(max(float(fraction), 0.0), 1.0)
         elapsed = time.perf_counter() - self._start
-        eta = elapsed * (1.0 - fraction) / fraction if fraction > 0.02 else None
+        extrapolate = fraction > 0.02 or (fraction > 0 and elapsed >= ETA_AFTER_S)
+        eta = elapsed * (1.0 - fraction) / fraction if extrapolate else None
         self._callback(ProgressUpdate(stage, fraction, elapsed, eta))
 
     def span(self, start: float, stop: float) -> Progress:

@@ -10,6 +10,7 @@ from dashboard.components.guard import run_guarded, show_error, without_paths
 from dashboard.components.share import share_link
 from dashboard.components.tables import paginated
 from dashboard.components.text import md
+from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
 from prefshap_core.data.readers import UPLOAD_TYPES
 from prefshap_core.errors import PrefShapError
@@ -329,7 +330,7 @@ def _summary(loaded: state.LoadedData) -> None:
     if report.rejected is not None and len(report.rejected):
         st.download_button(
             f"Download the {len(report.rejected):,} rejected or skipped rows, with reasons (CSV)",
-            data=report.rejected.to_csv(index=False).encode(),
+            data=to_csv_bytes(report.rejected),
             file_name="rejected_rows.csv",
             mime="text/csv",
             on_click="ignore",

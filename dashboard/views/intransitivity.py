@@ -22,6 +22,7 @@ from dashboard.components.text import md
 from dashboard.services import views_data
 from dashboard.services.analyses import intransitivity, scored_cycles
 from prefshap_core.analysis.intransitivity import MAX_ITEMS
+from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.plots.potential import potential_plot
 
 DEFAULT_ITEMS = 200
@@ -134,7 +135,7 @@ def render() -> None:
         st.markdown("\n".join(lines))
         if triangles:
             table_download(
-                _triangle_table(triangles, labels).to_csv(index=False).encode(),
+                to_csv_bytes(_triangle_table(triangles, labels)),
                 f"{file_stem('cycles', data.name)}.csv", label="Cycles (CSV)",
                 key="intransitivity:csv",
             )  # fmt: skip

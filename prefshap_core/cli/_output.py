@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from prefshap_core.csv_safety import write_csv
 from prefshap_core.progress import Progress, ProgressUpdate
 
 
@@ -15,7 +16,7 @@ def write_rejected(rejected: pd.DataFrame | None, target: str | Path, command: s
     """Write the rejected rows (with reasons) to ``target``; print how many, and where."""
     table = rejected if rejected is not None else pd.DataFrame(columns=["file", "row", "reason"])
     Path(target).parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(target, index=False)
+    write_csv(table, target)  # ids and names from the user's files: formula-safe
     print(
         f"{command}: {len(table):,} rows rejected or skipped; reasons in {target}",
         file=sys.stderr,

@@ -79,6 +79,7 @@ from prefshap_core.explain.interaction_explanation import (
     explain_interactions,
 )
 from prefshap_core.explain.options import CME_METHODS
+from prefshap_core.explain.scheduler_address import check_scheduler_address
 from prefshap_core.explain.uncertainty import interaction_sd
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -182,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--samples must be at least 1")
     if args.what == "interactions" and args.samples is not None:
         raise ValueError("--what interactions is always exact: drop --samples")
+    if args.scheduler is not None:  # before any work, as the connection itself is
+        check_scheduler_address(args.scheduler)
     fn = load_model(args.model)
     if args.what == "interactions":
         check_interaction_groups(fn.item_space.n_groups)

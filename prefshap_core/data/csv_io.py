@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from prefshap_core.data.upload_limits import read_file_bytes
 from prefshap_core.errors import DataValidationError
 
 MISSING_TOKENS = frozenset({"", "NA", "N/A", "NaN", "nan", "null", "None", "?"})
@@ -202,14 +203,9 @@ def is_number_text(text: str) -> bool:
 
 
 def read_bytes(source: str | Path | bytes, file_name: str) -> bytes:
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source)
-    try:
-        return Path(source).read_bytes()
-    except FileNotFoundError:
-        raise DataValidationError(f"file not found: {source}", file=file_name) from None
-    except OSError as exc:
-        raise DataValidationError(f"cannot read {source}: {exc}", file=file_name) from None
+    """The file's bytes, refused past the size the memory budget allows (read in
+    blocks with a running count: :func:`upload_limits.read_file_bytes`)."""
+    return read_file_bytes(source, file_name)
 
 
 def _decode(raw: bytes, file_name: str) -> str:

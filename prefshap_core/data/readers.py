@@ -25,6 +25,7 @@ from prefshap_core.data.csv_io import (
     read_bytes,
     read_table,
 )
+from prefshap_core.data.upload_limits import check_workbook, parquet_text_columns
 from prefshap_core.errors import DataValidationError
 
 _PARQUET_MAGIC = b"PAR1"
@@ -34,7 +35,7 @@ UPLOAD_TYPES = ("csv", "tsv", "txt", "xlsx", "parquet")
 
 def read_any(source: str | Path | bytes, *, file_name: str, decimal: str = "auto") -> pd.DataFrame:
     """Read a CSV, .xlsx (first sheet) or .parquet table; errors name ``file_name``."""
-    raw = read_bytes(source, file_name)
+    raw = read_bytes(source, file_name)  # bounded by the memory budget
     if raw.startswith(ZIP_MAGIC):
         return _read_workbook(raw, file_name)
     if raw.startswith(_PARQUET_MAGIC):
@@ -43,6 +44,7 @@ def read_any(source: str | Path | bytes, *, file_name: str, decimal: str = "auto
 
 
 def _read_workbook(raw: bytes, file_name: str) -> pd.DataFrame:
+    check_workbook(raw, file_name)  # sizes and the sheet's extent, before openpyxl parses
     try:
         table = pd.read_excel(
             io.BytesIO(raw), sheet_name=0, header=None, engine="openpyxl",
@@ -79,8 +81,13 @@ def _read_workbook(raw: bytes, file_name: str) -> pd.DataFrame:
 
 
 def _read_parquet(raw: bytes, file_name: str) -> pd.DataFrame:
+    # The footer's sizes first; text columns stay dictionaries, so a value repeated
+    # in every row is held once (cleaning works on the distinct values anyway).
+    text_columns = parquet_text_columns(raw, file_name)
     try:
-        table = pd.read_parquet(io.BytesIO(raw), engine="pyarrow")
+        table = pd.read_parquet(
+            io.BytesIO(raw), engine="pyarrow", read_dictionary=text_columns or None
+        )
     except Exception as exc:  # pyarrow's errors for a corrupt file vary
         raise DataValidationError(
             f"not a readable parquet file ({type(exc).__name__}: {exc})", file=file_name

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from prefshap_core.csv_safety import write_csv
 from prefshap_core.paths import repo_root
 
 STYLES = ("aggressive", "balanced", "defensive")  # each beats the next, the last the first
@@ -119,8 +120,8 @@ def write_sample_data(out_dir: str | Path | None = None, seed: int = 0) -> tuple
     folder.mkdir(parents=True, exist_ok=True)
     items, duels = sample_tables(seed=seed)
     paths = folder / "items.csv", folder / "duels.csv"
-    items.to_csv(paths[0], index=False, lineterminator="\n")
-    duels.to_csv(paths[1], index=False, lineterminator="\n")
+    write_csv(items, paths[0], lineterminator="\n")
+    write_csv(duels, paths[1], lineterminator="\n")
     return paths
 
 

@@ -46,6 +46,7 @@ import numpy as np
 from prefshap_core.errors import PrefShapError
 from prefshap_core.explain.executor import CoalitionWork
 from prefshap_core.explain.games.base import Game
+from prefshap_core.explain.scheduler_address import check_scheduler_address
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 # Progress (and with it cancellation) is looked at this often while tasks run.
@@ -75,7 +76,9 @@ class DaskExecutor:
 
     ``client_or_address``: a ``distributed.Client`` (kept open: the caller owns it) or a
     scheduler address such as ``"tcp://host:8786"`` (connected on first use, within
-    ``connect_timeout`` seconds, else :class:`SchedulerUnreachableError`).
+    ``connect_timeout`` seconds, else :class:`SchedulerUnreachableError`; an address
+    that is not ``tcp://``, ``tls://``, ``inproc://`` or ``HOST:PORT`` is refused at once
+    with :class:`~prefshap_core.explain.scheduler_address.SchedulerAddressError`).
     ``torch_threads`` / ``blas_threads``: torch intra-op and numpy BLAS threads of
     every task (``None``: this process's counts, so results equal an in-process run
     here).
@@ -90,7 +93,8 @@ class DaskExecutor:
         blas_threads: int | None = None,
     ) -> None:
         if isinstance(client_or_address, str):
-            self.address: str = client_or_address
+            # refused now, not after the connect timeout: file://, http://, no port, ...
+            self.address: str = check_scheduler_address(client_or_address)
             self._client: Any = None
             self._owns_client = True
         else:
@@ -327,8 +331,10 @@ def _second_partials(
 def connect(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Any:
     """A ``distributed.Client`` for the scheduler at ``address``, or a clear error.
 
-    Never hangs: the connection attempt is bounded by ``timeout`` seconds.
+    Never hangs: the connection attempt is bounded by ``timeout`` seconds; an address
+    that is not a scheduler's is refused before any attempt.
     """
+    address = check_scheduler_address(address)
     try:
         from distributed import Client
     except ImportError as exc:  # pragma: no cover - dask is in requirements.txt

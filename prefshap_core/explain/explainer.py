@@ -31,6 +31,7 @@ from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
 from prefshap_core.explain.cme.backends import CMEBackend, make_backend
 from prefshap_core.explain.cme.base import EngineStats
+from prefshap_core.explain.cme.classes import class_cache_bytes
 from prefshap_core.explain.cme.regulariser import usable_regulariser
 from prefshap_core.explain.coalition_table import CoalitionTable, ValueTable
 from prefshap_core.explain.duel_groups import bounded_duel_groups, join_group_results
@@ -228,7 +229,10 @@ class Explainer:
         game = self._ensure_game(canon)
         p = game.space.n_groups
         n = len(left_side.rows)
-        with budget.reserve(self._memory_need(n, 2**p), "Coalition values", budget.EXPLAIN_REDUCE):
+        # The whole table is kept (not reduced per batch): its copies are part of the need.
+        table_bytes = budget.coalition_table_bytes(len(canon.batch.left), n, 2**p)
+        need = self._memory_need(n, 2**p) + table_bytes
+        with budget.reserve(need, "Coalition values", budget.EXPLAIN_REDUCE):
             coalitions = all_coalitions(p)
             *_, table = self._run(
                 canon, coalitions, ValueTable(), ensure_progress(progress), "coalition values"
@@ -268,6 +272,7 @@ class Explainer:
             0 if self.function.context_space is None else self.function.context_space.n_features
         )
         cme = self._backend.workspace_bytes(len(problem.pool), len(problem.centres), n_coalitions)
+        cme += class_cache_bytes(len(problem.pool) + len(problem.centres), n_coalitions)
         return budget.explain_bytes(
             n_duels, self._game.space.n_groups, n_coalitions, cme, n_features
         )

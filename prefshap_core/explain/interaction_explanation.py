@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from prefshap_core import budget
 from prefshap_core.explain.explainer import Explainer
 from prefshap_core.explain.interactions import (
     MAX_INTERACTION_PLAYERS,
@@ -28,6 +29,8 @@ from prefshap_core.explain.interactions import (
 from prefshap_core.explain.options import ExplainOptions
 from prefshap_core.models.preference_function import as_preference_function
 from prefshap_core.progress import Progress
+
+INTERACTIONS_REDUCE = "the number of duels or of item groups (each group doubles the work)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,7 +151,15 @@ def explain_interactions(
     kept factorizations.
     """
     fn = as_preference_function(model)
-    check_interaction_groups(fn.item_space.n_groups)
+    p = fn.item_space.n_groups
+    check_interaction_groups(p)
+    n = len(np.asarray(left))
+    # Refused before any CME solve: the 2^p-row table of every duel is kept whole.
+    budget.check(
+        budget.coalition_table_bytes(n, n, 2**p) + budget.interaction_bytes(p, n),
+        f"Interaction values of {n:,} duels ({2**p:,} coalitions each)",
+        INTERACTIONS_REDUCE,
+    )
     if explainer is None:
         options = ExplainOptions(what="items", shapley="exact")
         explainer = Explainer(fn, options)

@@ -316,9 +316,15 @@ class SumOperator(KernelOperator):
         return self._centre_gram
 
 
-def dense_operator(matrix: torch.Tensor, centre_positions: torch.Tensor | None = None):
+def dense_operator(
+    matrix: torch.Tensor, centre_positions: torch.Tensor | None = None, *, as_cache: bool = False
+):
     """An operator over an explicit matrix (tests, references, summed kernel terms of the
-    hyperparameter search); K_MM from the positions."""
+    hyperparameter search); K_MM from the positions.
+
+    ``as_cache``: a contiguous ``matrix`` is the operator's cache itself, instead of being
+    copied into one (the same products, bitwise, without a second copy of K_nM).
+    """
 
     def centre_gram() -> torch.Tensor:
         if centre_positions is None:
@@ -329,7 +335,8 @@ def dense_operator(matrix: torch.Tensor, centre_positions: torch.Tensor | None =
     def block(lo: int, hi: int, out: torch.Tensor | None = None) -> torch.Tensor:
         return matrix[lo:hi] if out is None else out.copy_(matrix[lo:hi])
 
-    return BlockedKernelOperator(
+    adopt = as_cache and matrix.is_contiguous()
+    operator = BlockedKernelOperator(
         block,
         matrix.shape[0],
         matrix.shape[1],
@@ -337,4 +344,8 @@ def dense_operator(matrix: torch.Tensor, centre_positions: torch.Tensor | None =
         matrix.dtype,
         matrix.device,
         centre_positions=centre_positions,
+        cache_budget_bytes=0 if adopt else DEFAULT_CACHE_BUDGET_BYTES,
     )
+    if adopt:
+        operator.cache = matrix
+    return operator

@@ -275,10 +275,23 @@ class PairKernel:
         clone._terms = (gpm_weight, utility_weight)
         return clone
 
-    def matrix(self, rows: DuelIndex, cols: DuelIndex) -> torch.Tensor:
-        """The dense block ``K(rows, cols)``, shape (len(rows), len(cols))."""
+    def matrix(
+        self, rows: DuelIndex, cols: DuelIndex, *, block_rows: int | None = None
+    ) -> torch.Tensor:
+        """The dense block ``K(rows, cols)``, shape (len(rows), len(cols)).
+
+        ``block_rows``: gather that many rows at a time (the same numbers: every entry
+        is an elementwise product), so the scratch is two blocks, not two matrices.
+        """
         f = self._factors(rows, cols)
-        return self._gather(f, f.left, f.right, f.context)
+        if block_rows is None:
+            return self._gather(f, f.left, f.right, f.context)
+        out = torch.empty((len(f.left), f.a.shape[1]), dtype=f.a.dtype, device=f.a.device)
+        block = self._block_fn(f)
+        for lo in range(0, len(f.left), max(1, block_rows)):
+            hi = min(lo + max(1, block_rows), len(f.left))
+            block(lo, hi, out[lo:hi])
+        return out
 
     def centre_gram(self, centres: DuelIndex) -> torch.Tensor:
         """``K_MM``, symmetrised (the item Gram's GEMM form is symmetric only to rounding)."""

@@ -157,6 +157,8 @@ class PathFitter:
                 results.extend(
                     self._path(op, k_val, y_train, y_val, scale, weight, penalties, step)
                 )
+                del op, k_val  # the next one is built without this one: one K_nM at a time
+            del terms
         return results
 
     def _terms(self, kernel, weights, train_index, centres, val_index, centre_index):
@@ -191,8 +193,8 @@ class PathFitter:
             and op_first.cache is not None
             and op_first.cache_dtype == op_first.dtype
         )
-        if cacheable:
-            second_matrix = second.matrix(train_index, centre_index)
+        if cacheable:  # gathered by row blocks: no full-size scratch next to the cache
+            second_matrix = second.matrix(train_index, centre_index, block_rows=op_first.block_rows)
         else:
             op_second = second.operator(train_index, centres, **kwargs)
 
@@ -205,8 +207,9 @@ class PathFitter:
             if not cacheable:
                 return SumOperator(op_first, op_second, weight), k_val
             assert isinstance(op_first, BlockedKernelOperator) and op_first.cache is not None
-            matrix = op_first.cache + weight * second_matrix
-            return dense_operator(matrix, op_first.centre_positions), k_val
+            # cache + w * second without a second temporary (IEEE addition commutes: bitwise)
+            matrix = torch.mul(second_matrix, weight).add_(op_first.cache)
+            return dense_operator(matrix, op_first.centre_positions, as_cache=True), k_val
 
         return combined
 

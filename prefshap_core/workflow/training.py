@@ -18,7 +18,12 @@ from prefshap_core.data.duel_data import DuelData, Split, group_folds, group_hol
 from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambda
 from prefshap_core.metrics import duel_rankability
-from prefshap_core.models.hyperparameters import CV_FOLDS, DEFAULT_CONTEXT_CME_LAMBDA
+from prefshap_core.models.hyperparameters import (
+    CV_FOLDS,
+    DEFAULT_CONTEXT_CME_LAMBDA,
+    SUBSAMPLE_TRAIN_DUELS,
+    UTILITY_WEIGHTS,
+)
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
 from prefshap_core.solvers.options import SolverOptions
@@ -89,13 +94,9 @@ def train(
     split = split_duels(data.n_duels, settings.seed, groups=data.duel_groups)
     with_baseline = settings.baseline and settings.kind != "upm"
     main_share = 0.7 if with_baseline else 0.95
-    n_features = data.item_space.n_features + (
-        data.context_space.n_features if data.context_space is not None else 0
-    )
-    itemsize = 4 if settings.dtype == "float32" else 8
-    sizes = (len(split.train), settings.n_centres, n_features, itemsize)
-    cache = budget.kernel_cache_allowance(*sizes)  # K_nM beyond it is chunked
-    need = budget.training_bytes(*sizes, kernel_cache_bytes=cache)
+    sizes, shapes = training_sizes(data, settings, split)
+    cache = budget.kernel_cache_allowance(*sizes, **shapes)  # K_nM beyond it is chunked
+    need = budget.training_bytes(*sizes, kernel_cache_bytes=cache, **shapes)
     with budget.reserve(
         need,
         f"Training with {settings.n_centres:,} centres on {len(split.train):,} duels",
@@ -104,6 +105,36 @@ def train(
         return _train_within_budget(
             data, settings, progress, split, with_baseline, main_share, start, cache
         )
+
+
+def training_sizes(
+    data: DuelData, settings: TrainSettings, split: Split
+) -> tuple[tuple[int, int, int, int], dict[str, Any]]:
+    """The sizes :func:`budget.training_bytes` takes for this training: positional
+    (duels, centres, features, itemsize) and keyword (validation duels, items, whether
+    a grid of utility weights runs at full size: the search ranks it on a subsample
+    beyond ``SUBSAMPLE_TRAIN_DUELS`` training duels)."""
+    n_features = data.item_space.n_features + (
+        data.context_space.n_features if data.context_space is not None else 0
+    )
+    itemsize = 4 if settings.dtype == "float32" else 8
+    n_weights = (
+        1
+        if settings.utility_weight is not None
+        else len(settings.utility_weights or UTILITY_WEIGHTS)
+    )
+    weight_grid = (
+        settings.kind != "upm"
+        and settings.backend != "falkon"
+        and n_weights > 1
+        and len(split.train) <= SUBSAMPLE_TRAIN_DUELS
+    )
+    shapes = {
+        "n_validation": len(split.validation),
+        "n_items": len(data.items),
+        "weight_grid": weight_grid,
+    }
+    return (len(split.train), settings.n_centres, n_features, itemsize), shapes
 
 
 def _train_within_budget(

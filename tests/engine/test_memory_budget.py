@@ -13,7 +13,7 @@ from prefshap_core.explain.shapley.coalitions import coalition_count
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.workflow.explaining import explain_duels
 from prefshap_core.workflow.settings import TrainSettings
-from prefshap_core.workflow.training import train
+from prefshap_core.workflow.training import train, training_sizes
 
 
 def test_budget_defaults_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,10 +128,14 @@ def test_kernel_matrix_is_chunked_when_only_its_cache_does_not_fit(
     settings = TrainSettings(
         n_centres=200, penalty=1e-2, lengthscale_scale=1.0, cme_lambda=1e-2, baseline=False
     )
-    n_train = len(split_duels(data.n_duels, 0).train)
-    without = budget.training_bytes(n_train, 200, 2, kernel_cache_bytes=0)
-    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, str(without + 10_000))
-    assert budget.kernel_cache_allowance(n_train, 200, 2) == 10_000 < n_train * 200 * 8
+    split = split_duels(data.n_duels, 0)
+    n_train = len(split.train)
+    sizes, shapes = training_sizes(data, settings, split)
+    assert sizes == (n_train, 200, 2, 8)
+    without = budget.training_bytes(*sizes, kernel_cache_bytes=0, **shapes)
+    copies = 3 + 2 * len(split.validation) / n_train  # the utility-weight grid's
+    monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, str(int(without + 10_000 * copies) + 1))
+    assert budget.kernel_cache_allowance(*sizes, **shapes) == 10_000 < n_train * 200 * 8
     chunked = train(data, settings)  # fits: K_nM recomputed by blocks
     monkeypatch.delenv(budget.MEMORY_BUDGET_ENV)
     cached = train(data, settings)

@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"solvers", "datasets"}),
     frozenset({"models"}),
     frozenset({"explain"}),
-    frozenset({"analysis"}),
+    frozenset({"analysis", "cache_integrity"}),
     frozenset({"plots", "workflow"}),
     frozenset({"cache"}),
     frozenset({"cli"}),

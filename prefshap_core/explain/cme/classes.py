@@ -24,6 +24,18 @@ from prefshap_core.compute import Compute
 from prefshap_core.explain.cme.base import CMEProblem
 from prefshap_core.kernels.rows import unique_rows
 
+# One coalition's kept classes cost about this much per distinct pool and centre row
+# (labels, row keys, pairs: 455 kB for 2,000 rows): a 2^16-coalition interaction run on
+# a 2,000-item pool would keep 29 GB. Beyond MAX_CLASS_CACHE_BYTES the oldest coalitions'
+# classes are dropped (recomputed when asked for again: the same labels).
+CLASS_BYTES_PER_ROW = 240
+MAX_CLASS_CACHE_BYTES = 256 * 2**20
+
+
+def class_cache_bytes(n_rows: int, n_coalitions: int) -> int:
+    """What a pool universe keeps of ``n_coalitions`` coalitions' classes (for budgets)."""
+    return min(MAX_CLASS_CACHE_BYTES, int(n_coalitions) * int(n_rows) * CLASS_BYTES_PER_ROW)
+
 
 def _first_of_each(labels: np.ndarray, n_labels: int) -> np.ndarray:
     first = np.empty(n_labels, dtype=np.int64)
@@ -97,6 +109,8 @@ class PoolUniverse:
         self._cardinality = self._codes.max(0) + 1
         self.scaled = compute.tensor(self.rows / self.lengthscales)
         self._classes: dict[bytes, _FixedClasses] = {}
+        self._class_bytes: dict[bytes, int] = {}  # the same keys, oldest first
+        self._kept_bytes = 0
 
     def _pool_first_labels(self, mask: np.ndarray) -> tuple[np.ndarray, int]:
         """Labels, equal iff rows agree on the mask's players; the pool's first."""
@@ -139,8 +153,19 @@ class PoolUniverse:
             pair_sc=pairs % (t_pool + 1),
             pair_w=pair_w,
         )
-        self._classes[cache_key] = fixed
+        self._keep(cache_key, fixed, len(keys) * (len(keys[0]) + 100) if keys else 0)
         return fixed
+
+    def _keep(self, key: bytes, fixed: _FixedClasses, dict_bytes: int) -> None:
+        arrays = (fixed.labels, fixed.first, fixed.sc_first, fixed.sc_centre, fixed.sc_row,
+                  fixed.pair_s, fixed.pair_sc, fixed.pair_w)  # fmt: skip
+        size = dict_bytes + sum(a.nbytes for a in arrays)
+        self._classes[key], self._class_bytes[key] = fixed, size
+        self._kept_bytes += size
+        while self._kept_bytes > MAX_CLASS_CACHE_BYTES and len(self._classes) > 1:
+            oldest = next(iter(self._classes))
+            del self._classes[oldest]
+            self._kept_bytes -= self._class_bytes.pop(oldest)
 
 
 class Universe:

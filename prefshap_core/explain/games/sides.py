@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from prefshap_core import budget
 from prefshap_core.compute import Compute
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.explain.cme.backends import CMEBackend
@@ -40,6 +41,7 @@ from prefshap_core.explain.games.items import ItemGame
 from prefshap_core.explain.player_data import player_differences
 from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.models.preference_function import PreferenceFunction
+from prefshap_core.progress import checkpoint
 
 SIDES = ("left", "right")
 # Per-side embeddings gathered at the duels, held at once (elements, both sides).
@@ -159,6 +161,7 @@ class _BoundSidesGame:
         assert game.items.embedding is not None
         c = game.compute
         self.game, self.batch = game, batch
+        self.on_embedded: OnBatch | None = None  # progress of the embeddings (values() sets it)
         self.universe = game.items.embedding.bind(batch.items)
         # G_all(C, x) = K(C, x) for the batch's query rows.
         self._full = rbf_gram(
@@ -169,7 +172,7 @@ class _BoundSidesGame:
         self, side_masks: np.ndarray, coalition_batch: int
     ) -> list[tuple[torch.Tensor, np.ndarray]]:
         """Per side mask: Gamma (n_rows, columns) and each query's column; boundaries by
-        definition."""
+        definition. ``self.on_embedded(f)``, if set: the share done, after each batch."""
         game = self.game
         p, n_queries = game.n_groups, len(self.batch.items)
         sizes = side_masks.sum(1)
@@ -182,11 +185,14 @@ class _BoundSidesGame:
         embedding = game.items.embedding
         assert embedding is not None
         for s in range(0, len(proper), max(1, coalition_batch)):
+            checkpoint()  # a cancel stops between batches of CME solves
             rows = proper[s : s + max(1, coalition_batch)]
             for k, found in zip(
                 rows, embedding.gammas(side_masks[rows], self.universe), strict=True
             ):
                 out[k] = found
+            if self.on_embedded is not None:
+                self.on_embedded((s + len(rows)) / len(proper))
         return [e for e in out if e is not None]
 
     def values(
@@ -201,16 +207,25 @@ class _BoundSidesGame:
         )
         inverse = inverse.reshape(-1)
         left_code, right_code = inverse[: len(masks)], inverse[len(masks) :]
+        n_duels = self.batch.n_duels
+        budget.check(  # the embeddings are held together: refused before they are made
+            budget.side_values_bytes(
+                len(codes), len(game.centres.rows), len(self.batch.items), len(masks), n_duels
+            ),
+            f"Side-aware values of {n_duels:,} duels",
+            budget.EXPLAIN_REDUCE,
+        )
+        self.on_embedded = None if on_batch is None else (lambda f: on_batch(0.5 * f))
         embeddings = self._embeddings(codes, coalition_batch)
         if on_batch is not None:
             on_batch(0.5)
-        n_duels = self.batch.n_duels
         out = torch.empty((len(masks), n_duels), dtype=torch.float64, device=c.torch_device)
         n_rows = len(game.centres.rows)
         # Duels per contraction: the gathered embeddings and the grid stay bounded.
         per_duel = max(2 * len(codes) * n_rows, len(codes) ** 2, 1)
         step = max(1, _MAX_GATHERED_ELEMENTS // per_duel)
         for s in range(0, n_duels, step):
+            checkpoint()
             duels = slice(s, min(s + step, n_duels))
             with maybe_timed(game.stats, "contraction"):
                 out[:, duels] = self._contract(embeddings, left_code, right_code, duels)
