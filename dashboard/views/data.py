@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import sources, state
+from dashboard.components import column_mapping
 from dashboard.components.guard import run_guarded, show_error, without_paths
 from dashboard.components.share import share_link
 from dashboard.components.tables import paginated
@@ -142,9 +143,13 @@ def _upload() -> None:
         key="data:lenient",
     )
     indicators, changed = _advanced_options()
-    mapping = _mapping_panel()
+    # Drawn once the files are read (open when the reader is not sure), in this place.
+    panel = st.container()
+    mapping = column_mapping.overrides()
     wide = "duels" in uploads and "items" not in uploads and sources.is_wide(uploads["duels"])
     if "duels" not in uploads or ("items" not in uploads and not wide):
+        with panel:
+            column_mapping.panel(None, open_=False)
         waiting = [n for n in ("items", "duels") if n not in uploads]
         st.info(f"Upload {' and '.join(f'{n}.csv' for n in waiting)} to continue.")
         st.caption("A wide choice table (both alternatives on each row) needs no items.csv.")
@@ -164,6 +169,8 @@ def _upload() -> None:
         hint = "\n\nIf the reader guessed a column wrong, say which it is under *Column mapping*."
         st.error(f"Could not use {names}.\n\n{message}{hint}", icon=":material/error:")
         loaded = None
+    with panel:  # before any rerun below, so that its fields keep their values
+        column_mapping.panel(loaded, open_=loaded is None or bool(loaded.data.report.doubt))
     if loaded is not None:
         active = state.active()
         if loaded.key not in state.datasets():
@@ -184,40 +191,6 @@ def _upload() -> None:
     if st.button("Forget the uploaded files", key="data:forget"):
         state.forget_uploads()
         st.rerun()
-
-
-MAPPING_PARTS = (
-    ("id", "Item id (items table)"),
-    ("left", "First item (winner/loser: the winner)"),
-    ("right", "Second item (winner/loser: the loser)"),
-    ("outcome", "Outcome or choice"),
-    ("context_key", "Context key (joins contexts.csv)"),
-    ("counts", "Counts: first's wins, second's wins[, ties]"),
-    ("event", "Rankings: event"),
-    ("rank", "Rankings: rank"),
-)
-
-
-def _mapping_panel() -> tuple[tuple[str, str], ...]:
-    """Overrides of the reader's column guesses, each shown with the current guess."""
-    active = state.active()
-    used = active.data.report.mapping if active is not None and active.source == "upload" else None
-    guesses = used.to_json() if used is not None else {}
-    if used is not None and used.counts:
-        guesses["counts"] = ",".join(used.counts)
-    for part in ("event", "rank"):
-        guesses[part] = getattr(used, part, None)
-    pairs = []
-    with st.expander("Column mapping: which column is which (the reader guesses; change any)"):
-        columns = st.columns(4)
-        for k, (part, label) in enumerate(MAPPING_PARTS):
-            guess = guesses.get(part)
-            text = columns[k % 4].text_input(
-                label, key=f"data:mapping:{part}", placeholder=f"guess: {guess}" if guess else ""
-            )
-            if text.strip():
-                pairs.append((part, text.strip()))
-    return tuple(pairs)
 
 
 def _ignored_columns(loaded: state.LoadedData) -> None:

@@ -50,6 +50,7 @@ class DataReport:
     layout: str = "long"  # as read: "long", "counts", "wide" or "rankings"
     read_as: str = ""  # one line saying what the reader detected (empty: not from files)
     mapping: ColumnMapping | None = None  # the columns used, when read from files
+    doubt: str = ""  # why the reader's guesses are worth checking (empty: sure)
 
 
 @dataclass(frozen=True, eq=False)

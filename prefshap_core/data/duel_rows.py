@@ -223,12 +223,14 @@ def _y_from_column(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def problem_error(problem: DuelRowProblem, rows: np.ndarray, file_name: str) -> DataValidationError:
     """The problem as today's located message: first row, its detail, how many more."""
     detail = f": {problem.first_detail}" if problem.first_detail else ""
-    shown = ", ".join(str(r) for r in rows[problem.rows[:_FIRST_ROWS_SHOWN]])
-    more = len(problem.rows) - 1
+    # the file's rows: a count table's row is the source of several duels
+    source = pd.unique(rows[problem.rows])
+    shown = ", ".join(str(r) for r in source[:_FIRST_ROWS_SHOWN])
+    more = len(source) - 1
     tail = ""
     if more:
         tail = f"{more_rows(more, 'have the same problem')}; rows {shown}"
-        tail += ", ..." if len(problem.rows) > _FIRST_ROWS_SHOWN else ""
+        tail += ", ..." if len(source) > _FIRST_ROWS_SHOWN else ""
     return DataValidationError(
         problem.reason + detail + tail,
         file=file_name,

@@ -16,6 +16,14 @@ from tests.dashboard.apptest import (
 TEAMS = ["Baltimore", "Boston", "Cleveland", "Detroit", "Milwaukee", "New York", "Toronto"]
 
 
+MAPPING_PANEL = "Column mapping: which column is which (the reader guesses; change any)"
+
+
+def mapping_panel_open(at: AppTest) -> bool:
+    (panel,) = [e for e in at.expander if e.label == MAPPING_PANEL]
+    return bool(panel.proto.expanded)
+
+
 def _upload(items: str, duels: str):
     at = new_app()
     at.switch_page("views/data.py").run()
@@ -37,6 +45,12 @@ def test_count_table_upload_reads_as_weighted_duels() -> None:
         if h != a
     )
     at = _upload(items, duels)
+    assert mapping_panel_open(at)  # another layout than one row per duel: check it
+    assert at.text_input(key="data:mapping:counts").placeholder == "guess: home.wins,away.wins"
+    assert any(
+        shown(c.value) == "Worth checking: read as a count table: check the columns it took."
+        for c in at.caption
+    )
     n_duels = sum((i + j) % 4 + (i * j) % 3 for i in range(7) for j in range(7) if i != j)
     captions = [shown(c.value) for c in at.caption]
     assert any(
@@ -69,6 +83,7 @@ def test_column_mapping_panel_overrides_a_guess() -> None:
     at.run()
     errors = [shown(e.value) for e in at.error]
     assert any("there is no 'left' column" in e and "*Column mapping*" in e for e in errors)
+    assert mapping_panel_open(at)  # the read failed
     for part, column in (("left", "home"), ("right", "away"), ("outcome", "res")):
         at.text_input(key=f"data:mapping:{part}").set_value(column)
     at.run()
@@ -76,6 +91,31 @@ def test_column_mapping_panel_overrides_a_guess() -> None:
     captions = [shown(c.value) for c in at.caption]
     assert "read as: long table (one row per duel); item ids: `id`" in captions
     assert at.text_input(key="data:mapping:id").placeholder == "guess: id"
+    assert not mapping_panel_open(at)  # read as mapped: nothing left to check
+
+
+def test_mapping_panel_collapsed_for_a_plain_long_upload() -> None:
+    items = "id,speed\n" + "".join(f"p{k},{k % 5}\n" for k in range(12))
+    duels = "left,right,y\n" + "".join(
+        f"p{k},p{(k + 5) % 12},{1 if k % 3 else -1}\n" for k in range(12)
+    )
+    at = _upload(items, duels)
+    assert not mapping_panel_open(at)
+    assert at.text_input(key="data:mapping:left").placeholder == "guess: left"
+
+
+def test_mapping_panel_open_when_two_item_columns_hold_every_id() -> None:
+    items = "code,ref,speed\n" + "".join(f"p{k},p{k},{k % 5}\n" for k in range(12))
+    duels = "left,right,y\n" + "".join(
+        f"p{k},p{(k + 5) % 12},{1 if k % 3 else -1}\n" for k in range(12)
+    )
+    at = _upload(items, duels)
+    assert mapping_panel_open(at)
+    assert at.text_input(key="data:mapping:id").placeholder == "guess: code"
+    assert (
+        "Worth checking: several item columns hold every id (`code`, `ref`): `code` was taken."
+        in [shown(c.value) for c in at.caption]
+    )
 
 
 def test_wide_choice_table_needs_no_items_upload() -> None:
@@ -92,6 +132,7 @@ def test_wide_choice_table_needs_no_items_upload() -> None:
     uploader["contexts.csv (optional)"].set_value(("people.csv", people.encode(), "text/csv"))
     at.run()
     assert_clean(at)
+    assert mapping_panel_open(at)
     captions = [shown(c.value) for c in at.caption]
     assert any(
         c.startswith("read as: wide choice table;") and c.endswith("respondent `id` -> context key")

@@ -16,6 +16,7 @@ from prefshap_core.data.duel_data import DuelData
 from prefshap_core.data.layouts.mapping import ColumnMapping
 from prefshap_core.data.layouts.reader import LayoutRead, read_layout
 from prefshap_core.data.readers import read_any
+from prefshap_core.errors import DataProblems, DataValidationError
 
 
 def build_from_tables(
@@ -45,18 +46,56 @@ def build_from_tables(
     )
     if read.context_columns is not None:
         options.setdefault("context_columns", read.context_columns)
-    data = build_duel_data(
-        read.items,
-        read.duels,
-        contexts=read.contexts,
-        id_column=read.mapping.id or "id",
-        items_file=items_file if read.layout != "wide" else f"{duels_file} (its alternatives)",
-        duels_file=duels_file,
-        contexts_file=contexts_file,
-        use_columns=use_columns,
-        **options,
-    )
+    try:
+        data = build_duel_data(
+            read.items,
+            read.duels,
+            contexts=read.contexts,
+            id_column=read.mapping.id or "id",
+            items_file=items_file if read.layout != "wide" else f"{duels_file} (its alternatives)",
+            duels_file=duels_file,
+            contexts_file=contexts_file,
+            use_columns=use_columns,
+            **options,
+        )
+    except DataValidationError as exc:
+        raise in_user_columns(exc, user_columns(read), duels_file) from None
     return attach_layout(data, read)
+
+
+def user_columns(read: LayoutRead) -> dict[str, str]:
+    """The user's duels column behind each upload-format column the reshaped table has
+    (``left`` -> ``item1``): what a message about a duel row names."""
+    m = read.mapping
+    if read.layout == "wide":  # the sides are built alternatives, not a column of the file
+        return {}
+    if read.layout == "long" and m.outcome is None:  # winner/loser columns
+        names = {"winner": m.left, "loser": m.right}
+    else:
+        names = {"left": m.left, "right": m.right}
+        if read.layout == "long":
+            names |= {"winner": m.outcome, "y": m.outcome}
+    return {k: v for k, v in names.items() if v is not None and v != k}
+
+
+def in_user_columns(
+    exc: DataValidationError, names: dict[str, str], duels_file: str
+) -> DataValidationError:
+    """``exc`` with the duels file's columns under the user's names (as it was if none)."""
+    if not names:
+        return exc
+    if isinstance(exc, DataProblems):
+        return DataProblems([in_user_columns(p, names, duels_file) for p in exc.problems])
+    if exc.file != duels_file or exc.column not in names:
+        return exc
+    reason = exc.reason
+    for first, second in (("left", "right"), ("winner", "loser")):
+        if first in names or second in names:  # "an item duels itself: left and right are both"
+            reason = reason.replace(
+                f"{first} and {second} are both",
+                f"{names.get(first, first)} and {names.get(second, second)} are both",
+            )
+    return DataValidationError(reason, file=exc.file, row=exc.row, column=names[exc.column])
 
 
 def attach_layout(data: DuelData, read: LayoutRead) -> DuelData:
@@ -66,6 +105,7 @@ def attach_layout(data: DuelData, read: LayoutRead) -> DuelData:
         layout=read.layout,
         read_as=read.read_as,
         mapping=read.mapping,
+        doubt=read.doubt,
         ignored_columns=data.report.ignored_columns + read.set_aside,
         notes=(read.read_as, *data.report.notes, *(c.describe() for c in read.set_aside)),
     )

@@ -97,7 +97,8 @@ def guess_id_column(
     """The item table's id column: ``given``, else the column holding every referenced id.
 
     Several such columns: ``id`` first, then R row names, then the first in the header.
-    None: ``id`` (so that the unknown ids are reported against it as before).
+    None: ``id`` (so that the unknown ids are reported against it as before), or with
+    no ``id`` column the key column holding the most of them (the rest are reported).
     """
     if given is not None:
         return require_column(items, given, "--id-column", file_name)
@@ -110,6 +111,11 @@ def guess_id_column(
         return candidates[0]
     if "id" not in columns and ROW_NAMES in columns:
         raise unnamed_column_error(file_name)
+    if "id" not in columns:  # some ids unknown: the key holding most, so they are named
+        overlap = {c: len(wanted & set(normalised_keys(items[c]).tolist())) for c in columns}
+        keys = [c for c in columns if overlap[c] and is_key_of(items[c], set())]
+        if keys:
+            return max(keys, key=lambda c: overlap[c])
     return "id"
 
 

@@ -17,6 +17,7 @@ from prefshap_core.data.build import CONTEXTS_FILE, DUELS_FILE, ITEMS_FILE
 from prefshap_core.data.csv_io import ROW_NAMES
 from prefshap_core.data.id_columns import IgnoredColumn
 from prefshap_core.data.layouts.counts import CountColumns, expand_counts, find_count_columns
+from prefshap_core.data.layouts.doubt import reading_doubt
 from prefshap_core.data.layouts.long import long_duels
 from prefshap_core.data.layouts.mapping import (
     ColumnMapping,
@@ -49,6 +50,7 @@ class LayoutRead:
     groups: np.ndarray | None = None  # per duel row: the source row (count tables)
     set_aside: tuple[IgnoredColumn, ...] = ()
     context_columns: list[str] | None = None  # None: build_duel_data's default
+    doubt: str = ""  # why the guesses are worth checking (empty: the reader is sure)
 
 
 def read_layout(
@@ -64,6 +66,23 @@ def read_layout(
 ) -> LayoutRead:
     """Detect the layout of ``duels`` and reshape the tables to the long format."""
     mapping = mapping or ColumnMapping()
+    row_named = contexts is not None and str(contexts.columns[0]) == ROW_NAMES
+    read = _reshape(
+        items, duels, contexts, mapping, items_file, duels_file, contexts_file, use_columns
+    )
+    return replace(read, doubt=reading_doubt(read, mapping, row_named_contexts=row_named))
+
+
+def _reshape(
+    items: pd.DataFrame | None,
+    duels: pd.DataFrame,
+    contexts: pd.DataFrame | None,
+    mapping: ColumnMapping,
+    items_file: str,
+    duels_file: str,
+    contexts_file: str,
+    use_columns: tuple[str, ...],
+) -> LayoutRead:
     if ROW_NAMES in duels.columns:
         raise unnamed_column_error(duels_file)
     if contexts is not None:
@@ -91,6 +110,13 @@ def read_layout(
             return _wide(given, wide)
     if not _has_sides(duels) and mapping.left is None and items is not None:
         mapping = _paired_sides(items, duels, mapping)
+    if mapping.context_key is not None and contexts is None:
+        raise DataValidationError(
+            "--context-key needs --contexts: the key joins a contexts table's covariates "
+            "to the duels; without a contexts table, leave --context-key out",
+            file=duels_file,
+            column=mapping.context_key,
+        )
     long, used, references = long_duels(duels, mapping, duels_file)
     items = _need_items(items, "long", duels_file)
     id_column = _id_column(items, long, references, mapping.id, items_file)

@@ -215,3 +215,22 @@ def test_parquet_and_xlsx_count_tables_read_as_the_csv(tmp_path):
         data = load_files(tmp_path / duels, tmp_path / items, name="c")
         _same_arrays(data, plain)
         np.testing.assert_array_equal(data.duel_groups, plain.duel_groups)
+
+
+def test_unknown_id_in_a_count_table_names_the_users_column():
+    duels = pd.DataFrame(
+        {
+            "item1": ["Boston", "Gotham"],
+            "item2": ["Toronto", "Boston"],
+            "win1": [2, 3],
+            "win2": [1, 0],
+        }
+    )
+    with pytest.raises(DataValidationError) as error:
+        build_from_tables(teams(), duels, items_file="teams.csv", duels_file="counts.csv")
+    # one message per file row, though the row's 3 wins are 3 duels
+    assert str(error.value) == (
+        "counts.csv, row 2 (line 3), column 'item1': unknown item id: 'Gotham' is not an "
+        "id in teams.csv"
+    )
+    assert error.value.column == "item1"

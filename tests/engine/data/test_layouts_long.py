@@ -110,6 +110,7 @@ def test_ids_match_after_normalising_numbers():
     data = build_from_tables(items, duels)
     assert data.report.mapping.id == "code"
     assert list(data.item_ids) == ["1", "2", "3", "4"] and data.n_duels == 4
+    assert data.report.doubt == ""  # one column holds the ids: nothing to check
 
 
 def test_left_right_outcome_overrides_rename_the_columns():
@@ -136,6 +137,7 @@ def test_r_style_items_and_contexts_use_their_row_names_as_keys():
     assert data.context_space.group_names == ("age",)
     assert data.report.mapping.context_key == "student"
     assert "item ids: the unnamed first column (row names)" in data.report.read_as
+    assert data.report.doubt == "an unnamed first column (R row names) was taken as a key"
 
 
 def test_unreferenced_unnamed_column_keeps_the_advice_to_delete_it():
@@ -205,3 +207,50 @@ def test_mapping_from_form_texts():
     assert ColumnMapping.from_texts(texts) == ColumnMapping(id="lizard", counts=("w1", "w2"))
     with pytest.raises(ValueError, match="not a part of the column mapping: item"):
         ColumnMapping.from_texts({"item": "x"})
+
+
+def test_unknown_id_under_mapped_columns_names_the_users_column():
+    items = pd.DataFrame({"id": ["p1", "p2", "p3"], "speed": [1.0, 2.0, 3.0]})
+    games = pd.DataFrame({"home": ["p1", "p2", "p9"], "away": ["p2", "p3", "p1"],
+                          "res": ["1", "-1", "1"]})  # fmt: skip
+    sides = ColumnMapping(left="home", right="away", outcome="res")
+    with pytest.raises(DataProblems) as error:
+        build_from_tables(
+            items, games, mapping=sides, items_file="items.csv", duels_file="games.csv"
+        )
+    assert str(error.value) == (
+        "games.csv, row 3 (line 4), column 'home': unknown item id: 'p9' is not an id in items.csv"
+    )
+    games.loc[2, "home"] = "p1"
+    with pytest.raises(DataProblems) as itself:
+        build_from_tables(
+            items, games, mapping=sides, items_file="items.csv", duels_file="games.csv"
+        )
+    assert str(itself.value) == (
+        "games.csv, row 3 (line 4), column 'away': an item duels itself: home and away are "
+        "both 'p1'"
+    )
+
+
+def test_context_key_without_a_contexts_table_is_an_error():
+    items = pd.DataFrame({"id": ["p1", "p2", "p3"], "speed": [1.0, 2.0, 3.0]})
+    duels = pd.DataFrame({"left": ["p1", "p2"], "right": ["p2", "p3"], "y": ["1", "-1"],
+                          "student": ["s1", "s2"]})  # fmt: skip
+    with pytest.raises(DataValidationError) as error:
+        build_from_tables(items, duels, mapping=ColumnMapping(context_key="student"),
+                          duels_file="duels.csv")  # fmt: skip
+    assert str(error.value) == (
+        "duels.csv, column 'student': --context-key needs --contexts: the key joins a "
+        "contexts table's covariates to the duels; without a contexts table, leave "
+        "--context-key out"
+    )
+
+
+def test_context_key_without_contexts_from_the_cli(tmp_path, capsys):
+    (tmp_path / "items.csv").write_text("id,speed\np1,1\np2,2\np3,3\n")
+    (tmp_path / "duels.csv").write_text("left,right,y,student\np1,p2,1,s1\np2,p3,-1,s2\n")
+    code = main(["train", "--items", str(tmp_path / "items.csv"), "--duels",
+                 str(tmp_path / "duels.csv"), "--context-key", "student",
+                 "--out", str(tmp_path / "m.npz"), *CLI_FAST])  # fmt: skip
+    assert code != 0
+    assert "--context-key needs --contexts" in capsys.readouterr().err
