@@ -4,7 +4,9 @@ Every entry folder gets a manifest (:data:`MANIFEST`) when it is written: the SH
 of each of its files and the engine version that wrote it. A reader takes the files'
 bytes once, checks them against the manifest and parses those same bytes, so an edited,
 truncated, added or removed file (or an entry of another engine version) is detected
-and the entry is a miss. The checksum finds corruption (a torn write, a bad disk, a
+and the entry is a miss. An entry written before entries had manifests is sealed when
+first read (without a secret), so what was cached before still resolves. The checksum
+finds corruption (a torn write, a bad disk, a
 hand edit), not an attacker: whoever can write the folder can rewrite the manifest.
 
 With ``PREFSHAP_CACHE_SECRET`` set, the manifest also carries an HMAC-SHA256 of its
@@ -19,18 +21,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 from pathlib import Path
 
 from prefshap_core.explain.options import ENGINE_VERSION
 
 MANIFEST = "integrity.json"
+_log = logging.getLogger("prefshap_core.cache")
 CACHE_SECRET_ENV = "PREFSHAP_CACHE_SECRET"
 _MANIFEST_VERSION = 1
 
 
 class IntegrityError(Exception):
-    """An entry whose files do not match its manifest (or that has none): a cache miss."""
+    """An entry whose files do not match its manifest (or, with a secret, that has
+    none): a cache miss."""
 
 
 def cache_secret() -> bytes | None:
@@ -85,7 +90,18 @@ def read_verified(folder: Path, secret: bytes | None = None) -> dict[str, bytes]
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise IntegrityError("it has no checksum (written before entries had one)") from None
+        if secret is not None:
+            raise IntegrityError(
+                f"it has no checksum (written before entries had one), and {CACHE_SECRET_ENV} "
+                "is set"
+            ) from None
+        # Written before entries had checksums: there is nothing to check it against,
+        # so it is adopted as it is (sealed now, checked from then on), and what was
+        # cached before (models behind model= links, explanations) still resolves.
+        # With a secret such an entry is a miss: it cannot be told from a planted one.
+        seal(folder)
+        _log.info("cache: sealed %s, written before entries had checksums", folder.name)
+        return read_verified(folder)
     except (OSError, ValueError) as exc:
         raise IntegrityError(f"its manifest cannot be read ({exc})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):

@@ -114,13 +114,24 @@ def test_an_edited_explanation_is_a_miss(tmp_path: Path) -> None:
     assert cache.load_explanation("k") is None
 
 
-def test_an_entry_without_a_manifest_is_a_miss(tmp_path: Path, caplog) -> None:
+def test_an_entry_written_before_checksums_is_sealed_then_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
     cache = DiskCache(tmp_path)
-    entry = cache.save_explanation("k", _explanation())
-    (entry / MANIFEST).unlink()  # as written before entries had checksums
+    for key in ("signed", "plain"):
+        entry = cache.save_explanation(key, _explanation())
+        (entry / MANIFEST).unlink()  # as written before entries had checksums
+    monkeypatch.setenv(CACHE_SECRET_ENV, "a secret")
     with caplog.at_level(logging.WARNING, logger="prefshap_core.cache"):
-        assert cache.load_explanation("k") is None
+        assert cache.load_explanation("signed") is None  # with a secret: unsigned, a miss
     assert "no checksum" in caplog.text
+    monkeypatch.delenv(CACHE_SECRET_ENV)
+    assert cache.load_explanation("plain") is not None  # without: adopted as it is
+    assert (entry / MANIFEST).is_file()
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["player_names"] = ["power", "speed"]  # from now on an edit is found
+    (entry / "meta.json").write_text(json.dumps(meta))
+    assert cache.load_explanation("plain") is None
 
 
 def test_an_entry_of_another_engine_version_is_a_miss(

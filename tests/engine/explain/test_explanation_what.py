@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from prefshap_core.cache import DiskCache
+from prefshap_core.cache_integrity import MANIFEST
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.reference import random_preference_function
@@ -62,8 +63,9 @@ def test_entries_written_before_the_rename_still_load(tmp_path: Path, what: str)
     assert entry is not None
     meta_file = entry / "meta.json"
     meta = json.loads(meta_file.read_text())
-    del meta["what"]  # exactly what the earlier version wrote: "kind" only
+    del meta["what"]  # exactly what the earlier version wrote: "kind" only,
     meta_file.write_text(json.dumps(meta))
+    (entry / MANIFEST).unlink()  # and no integrity manifest
     back = cache.load_explanation("old")
     assert back is not None and back.what == what
     np.testing.assert_array_equal(back.values, _explanation(what).values)
