@@ -162,6 +162,22 @@ def plot_count(page, title: str) -> int:
     )
 
 
+def click_until_started(button, started, tries: int = 3, wait_s: float = 30) -> None:
+    """Click ``button`` until ``started`` (a locator: a progress bar, a result) shows.
+
+    A click that lands while Streamlit reruns for the widget edited just before (a
+    number input's Enter) can be dropped by the browser; a second click then starts the
+    work once (a page never runs the same job twice)."""
+    for attempt in range(tries):
+        button.click()
+        try:
+            started.first.wait_for(timeout=wait_s * 1000)
+            return
+        except Exception:
+            if attempt == tries - 1:
+                raise
+
+
 def wait_until_idle(page, timeout_s: float = 180) -> None:
     """Until no progress bar is left (every background job of the page has ended)."""
     deadline = time.monotonic() + timeout_s

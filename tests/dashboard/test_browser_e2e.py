@@ -22,6 +22,7 @@ from tests.dashboard.browser import (
     ARTIFACTS,
     ROOT,
     browser_page,
+    click_until_started,
     no_error_on,
     plot_count,
     require_browser,
@@ -73,7 +74,12 @@ def test_upload_train_and_a_players_losses(tmp_path: Path) -> None:
         centres.fill("200")
         centres.press("Enter")
         started = time.monotonic()
-        page.get_by_role("button", name="Train").click()
+        click_until_started(
+            page.get_by_role("button", name="Train"),
+            page.locator('[data-testid="stProgress"]').or_(
+                page.get_by_text("C-GPM ROC AUC (test)")
+            ),
+        )
         page.get_by_text("C-GPM ROC AUC (test)").wait_for(timeout=180_000)
         print(f"train (sample data, C-GPM, 200 centres): {time.monotonic() - started:.1f} s")
         no_error_on(page)

@@ -149,13 +149,23 @@ print(json.dumps({"estimate": seen["need"], "peak": peak - before}))
 """
 
 
+# The two larger sizes take 1.5-2 min each on two cores: run them with
+# PREFSHAP_MEMORY_TESTS=1 (README, "Tests"); the suite always runs the first.
+_ALL_SIZES = os.environ.get("PREFSHAP_MEMORY_TESTS") == "1"
+_ON_REQUEST = pytest.mark.skipif(
+    not _ALL_SIZES, reason="a 2 GB peak measurement: set PREFSHAP_MEMORY_TESTS=1 to run it"
+)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "m, weights",
     [
         (4000, {"utility_weight": 0.0}),
-        (4800, {"utility_weights": (0.0, 10.0)}),  # the weight grid: three K_nM at once
-        (5600, {"utility_weight": 0.0}),
+        pytest.param(  # the weight grid: three K_nM at once
+            4800, {"utility_weights": (0.0, 10.0)}, marks=_ON_REQUEST
+        ),
+        pytest.param(5600, {"utility_weight": 0.0}, marks=_ON_REQUEST),
     ],
 )
 def test_the_estimate_is_the_measured_peak_within_15_percent(m: int, weights: dict) -> None:
