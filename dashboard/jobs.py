@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
-from prefshap_core.budget import limit_malloc_arenas
+from prefshap_core.budget import limit_malloc_arenas, return_freed_memory
 from prefshap_core.errors import CancelledError, PrefShapError
 from prefshap_core.progress import Progress, ProgressUpdate, cancel_scope
 
@@ -213,6 +213,7 @@ class Job:
             if acquired:
                 self._gate.release(id(self))
             self._work = None  # its closure holds data and models: let them go
+            return_freed_memory()  # what the work freed, back to the system
             self.finished_at = time.time()
 
 

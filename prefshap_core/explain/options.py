@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 # Bumped by any change that alters a number an explanation returns; tests pin exact
-# outputs of a fixed model (tests/engine/explain/test_engine_version.py), so an unbumped change fails.
+# outputs of a fixed model (tests/engine/explain/test_engine_version.py), so an
+# unbumped change fails.
 ENGINE_VERSION = "3"
 
 WHATS = ("items", "context", "sides")
