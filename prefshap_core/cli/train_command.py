@@ -86,27 +86,9 @@ def run(args: argparse.Namespace) -> int:
     if args.data is None or args.items or args.contexts:
         if args.data is not None:
             raise ValueError("--items and --contexts go with --duels, not --data")
-        data = load_files(
-            args.duels,
-            args.items,
-            args.contexts,
-            mapping=mapping_from_flags(args),
-            seed=args.seed,
-            on_invalid="drop" if args.lenient else "error",
-            use_columns=tuple(args.use_column),
-            decimal=args.decimal,
-            missing_indicators=args.missing_indicators,
-        )
+        data = load_files(args.duels, args.items, args.contexts, **_reading_options(args))
     elif str(args.data) not in DATASET_NAMES and Path(args.data).is_dir():
-        data = load_directory(
-            args.data,
-            mapping=mapping_from_flags(args),
-            seed=args.seed,
-            on_invalid="drop" if args.lenient else "error",
-            use_columns=tuple(args.use_column),
-            decimal=args.decimal,
-            missing_indicators=args.missing_indicators,
-        )
+        data = load_directory(args.data, **_reading_options(args))
     else:
         data = load_dataset(
             args.data,
@@ -134,6 +116,18 @@ def run(args: argparse.Namespace) -> int:
     report["out"] = str(args.out)
     print(json.dumps(report, sort_keys=False), flush=True)
     return 0
+
+
+def _reading_options(args: argparse.Namespace) -> dict[str, Any]:
+    """How a user's files are read, the same for --duels files and a --data folder."""
+    return {
+        "mapping": mapping_from_flags(args),
+        "seed": args.seed,
+        "on_invalid": "drop" if args.lenient else "error",
+        "use_columns": tuple(args.use_column),
+        "decimal": args.decimal,
+        "missing_indicators": args.missing_indicators,
+    }
 
 
 def _beside(out: str, suffix: str) -> Path:
