@@ -10,6 +10,7 @@ Sampled explanations also show their coalition-sampling error on ``mean_abs`` ba
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
@@ -18,8 +19,10 @@ import plotly.graph_objects as go
 
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import style
+from prefshap_core.plots.direction import direction_bar, direction_table
+from prefshap_core.plots.labels import feature_label
 
-BarKind = Literal["mean_abs", "mean"]
+BarKind = Literal["mean_abs", "mean", "direction"]
 
 
 def bar(
@@ -28,12 +31,17 @@ def bar(
     kind: BarKind = "mean_abs",
     max_display: int = 10,
     title: str | None = None,
+    imputed: Mapping[str, float] | None = None,
 ) -> go.Figure:
-    """Horizontal bars of mean |phi| or signed mean phi, largest on top, values printed."""
-    if kind not in ("mean_abs", "mean"):
-        raise ValueError(f"kind must be 'mean_abs' or 'mean', not {kind!r}")
+    """Horizontal bars of mean |phi| or signed mean phi, largest on top, values printed;
+    ``kind="direction"``: :func:`direction.direction_bar`. ``imputed``: the share of
+    filled-in rows per feature (labels say so from 5 %)."""
+    if kind not in ("mean_abs", "mean", "direction"):
+        raise ValueError(f"kind must be 'mean_abs', 'mean' or 'direction', not {kind!r}")
     if expl.n_duels == 0 or expl.n_players == 0:
         return style.empty_figure("No duels to show for this selection.", title=title)
+    if kind == "direction":
+        return direction_bar(expl, max_display=max_display, title=title, imputed=imputed)
 
     table = bar_table(expl, kind=kind, max_display=max_display)
     names = table["feature"].tolist()
@@ -66,22 +74,25 @@ def bar(
             width=0.7,
         )
     )
-    _print_values(fig, values, errors, y, signed=kind == "mean")
 
-    style.apply_base_layout(fig, height=max(260, style.ROW_HEIGHT_PX * n_rows + 140))
     n_text = f"{expl.n_duels:,} duel{'s' if expl.n_duels != 1 else ''}"
-    axis_title = (
+    axis_title = style.wrap(
         f"mean(|Pref-SHAP value|) over {n_text}"
         if kind == "mean_abs"
-        else style.value_axis_title(expl, f"mean Pref-SHAP value over {n_text}")
+        else style.value_axis_title(expl, f"mean Pref-SHAP value over {n_text}"),
+        style.AXIS_TITLE_CHARS,
     )
+    extra = style.LINE_PX * (style.n_lines(axis_title) - 1)
+    style.apply_base_layout(fig, height=max(260, style.ROW_HEIGHT_PX * n_rows + 140) + extra)
     fig.update_xaxes(title_text=axis_title, range=_padded_range(values, errors))
     fig.update_yaxes(
-        tickmode="array", tickvals=y.tolist(), ticktext=names, range=[-0.6, n_rows - 0.4]
-    )
+        tickmode="array", tickvals=y.tolist(), ticktext=[feature_label(n, imputed) for n in names],
+        range=[-0.6, n_rows - 0.4],
+    )  # fmt: skip
+    _print_values(fig, values, errors, y, signed=kind == "mean")  # after the base margins
     if kind == "mean":
         fig.add_vline(x=0.0, line={"color": style.AXIS_GREY, "width": 1}, layer="below")
-    style.set_title(fig, title)
+    style.set_title(fig, title, chars=style.NARROW_TITLE_CHARS)
     return fig
 
 
@@ -92,8 +103,11 @@ def bar_table(
 
     ``mean``: the standard error of the mean across duels. ``mean_abs``: the
     coalition-sampling error of the mean, sqrt(sum_i se_i^2) / n (0 when exact), so a
-    sampled explanation says how sure its importances are.
+    sampled explanation says how sure its importances are. ``direction``:
+    :func:`direction.direction_table` (feature, level, statistic, value, n_duels).
     """
+    if kind == "direction":
+        return direction_table(expl, max_display=max_display)
     if expl.n_duels == 0 or expl.n_players == 0:
         return pd.DataFrame(columns=["feature", "value", "standard_error", "n_duels"])
     per_duel = np.abs(expl.values) if kind == "mean_abs" else expl.values
@@ -134,28 +148,12 @@ def _standard_error_of_mean(columns: np.ndarray) -> np.ndarray:
 def _print_values(
     fig: go.Figure, values: np.ndarray, errors: np.ndarray, y: np.ndarray, *, signed: bool
 ) -> None:
-    """Each value just beyond its bar (and error bar), on the side the bar points to."""
-    for v, e, yy in zip(values.tolist(), errors.tolist(), y.tolist(), strict=True):
-        positive = v >= 0
-        fig.add_annotation(
-            x=v + e if positive else v - e,
-            y=yy,
-            text=style.format_number(v, signed=signed),
-            showarrow=False,
-            xanchor="left" if positive else "right",
-            xshift=5 if positive else -5,
-            font={"size": 12, "color": style.RED if positive else style.BLUE},
-        )
+    """Each bar's value in a column right of the plot area (``style.value_column``)."""
+    del errors  # the column is beside the plot, whatever each bar's error bar reaches
+    texts = [style.format_number(v, signed=signed) for v in values.tolist()]
+    style.value_column(fig, values.tolist(), y.tolist(), texts)
 
 
 def _padded_range(values: np.ndarray, errors: np.ndarray) -> list[float]:
-    """Room beyond the bars for the printed values (annotations do not widen the axis)."""
-    lo = min(0.0, float(np.min(values - errors)))
-    hi = max(0.0, float(np.max(values + errors)))
-    if hi == lo:  # every value 0: any symmetric window shows that
-        return [-1.0, 1.0]
-    # Printed values need about a quarter of the span on the side the bars point to;
-    # a little room on the other side keeps the zero line off the axis edge.
-    span = hi - lo
-    pad, margin = 0.25 * span, 0.04 * span
-    return [lo - (pad if lo < 0 else margin), hi + (pad if hi > 0 else margin)]
+    """The bars and their error bars, with a little room at both ends."""
+    return style.padded_range(float(np.min(values - errors)), float(np.max(values + errors)))

@@ -4,8 +4,11 @@ Reading it: x is the Pref-SHAP value in the explanation's orientation (pass
 ``expl.oriented_to_winner()`` for the paper's figures, so positive = helped the
 winner); colour is the player's difference between the two sides in that same
 orientation (red = the favoured side had more of it), or for context players the
-context's value itself (red = high), as shap colours feature values. Points pile up where values are
-dense, so the row's shape is the value distribution.
+context's value itself (red = high), as shap colours feature values. A categorical
+row is coloured by the favoured side's category (a context's own category), one
+colour per level, with its legend beside the plot. Points pile up where values are
+dense, so the row's shape is the value distribution. Rows are at least
+``style.ROW_HEIGHT_PX`` tall whatever the legend needs.
 
 Each point's ``customdata[0]`` is its duel's row index in ``expl`` (so a click handler
 can open that duel); ``customdata[1]``, where present, its feature difference.
@@ -13,11 +16,14 @@ can open that duel); ``customdata[1]``, where present, its feature difference.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import plotly.graph_objects as go
 
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import style
+from prefshap_core.plots.labels import feature_label
 
 # shap's beeswarm constants: 100 value bins per row, points fill 90% of 0.4 row units
 # on either side of the row's centre line.
@@ -33,8 +39,10 @@ def beehive(
     max_points_per_row: int = 3000,
     seed: int = 0,
     title: str | None = None,
+    imputed: Mapping[str, float] | None = None,
 ) -> go.Figure:
-    """Beeswarm of ``expl``: rows by mean |phi| (largest on top), WebGL points."""
+    """Beeswarm of ``expl``: rows by mean |phi| (largest on top), WebGL points.
+    ``imputed``: the share of filled-in rows per feature (labels say so from 5 %)."""
     if max_points_per_row < 1:
         raise ValueError("max_points_per_row must be at least 1")
     if expl.n_duels == 0 or expl.n_players == 0:
@@ -76,7 +84,7 @@ def beehive(
         else f"<br>difference ({style.difference_phrase(expl)}): %{{customdata[1]:+.3g}}"
     )
     colorbar_drawn = False
-    keys: list[str] = []
+    legend_rows: list[int] = []  # legend entries of each categorical row
     for r, (name, x, all_data, label_texts, categories) in enumerate(rows):
         y_centre = float(n_rows - 1 - r)  # first (most important) row on top
         y = y_centre + _pile_offsets(x, rng)
@@ -84,8 +92,9 @@ def beehive(
         head = f"duel %{{text}}<br>{name}: %{{x:+.3g}}"
         known = np.isfinite(colour)
         if categories is not None and not known.any():
-            keys.append(_category_traces(fig, name, x, y, duels, duel_text + label_texts,
-                                         categories[duels], head))  # fmt: skip
+            legend_rows.append(_category_traces(fig, name, _legend_title(expl, name), x, y,
+                                                duels, duel_text + label_texts,
+                                                categories[duels], head))  # fmt: skip
             continue
         bounds = _row_scale_bounds(all_data)
         if bounds is not None:  # say exactly where this row's colour scale is clipped
@@ -127,12 +136,22 @@ def beehive(
                 )
             )
 
-    style.apply_base_layout(fig, height=max(320, style.ROW_HEIGHT_PX * n_rows + 150))
-    fig.update_xaxes(title_text=style.value_axis_title(expl))
+    x_title = style.wrap(style.value_axis_title(expl), style.AXIS_TITLE_CHARS)
+    title_text = style.wrap(title, style.TITLE_CHARS) if title else ""
+    top = 58 + style.LINE_PX * style.n_lines(title_text) if title else 40
+    bottom = 44 + style.LINE_PX * style.n_lines(x_title)
+    # Legend: a group title and a line per level; the colour bar, when there is one,
+    # takes the upper part of the right side and the legend the rest below it.
+    legend_px = sum(LEGEND_LINE_PX * (n + 1) + LEGEND_GAP_PX for n in legend_rows)
+    share = COLORBAR_SHARE if colorbar_drawn and legend_rows else 0.0
+    plot_px = max(style.ROW_HEIGHT_PX * n_rows, 170, round(legend_px / (1.0 - share)) + 10)
+    style.apply_base_layout(fig, height=top + plot_px + bottom)
+    fig.update_layout(margin={"t": top, "b": bottom})
+    fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(
         tickmode="array",
         tickvals=list(range(n_rows)),
-        ticktext=[name for name, *_ in rows][::-1],
+        ticktext=[feature_label(name, imputed) for name, *_ in rows][::-1],
         range=[-0.6, n_rows - 0.4],
         showgrid=True,
         gridcolor=style.GRID_GREY,
@@ -146,22 +165,37 @@ def beehive(
         notes.append(f"showing {duels.size:,} of {expl.n_duels:,} duels per row (random sample)")
     if notes:
         style.add_note(fig, " · ".join(notes))
-    if keys:
-        fig.add_annotation(
-            text="<br>".join(keys), xref="paper", yref="paper", x=0.0, y=0.0,
-            xanchor="left", yanchor="top", yshift=-48, showarrow=False, align="left",
-            font={"size": 11, "color": style.NOTE_GREY},
+    if legend_rows:
+        fig.update_layout(
+            showlegend=True,
+            legend={"x": 1.02, "xanchor": "left", "y": 1.0 - share, "yanchor": "top",
+                    "tracegroupgap": LEGEND_GAP_PX, "font": {"size": 11},
+                    "groupclick": "toggleitem", "itemsizing": "constant"},
         )  # fmt: skip
-        fig.update_layout(margin={"b": 70 + 16 * len(keys)})
+        for trace in fig.data:
+            if trace.marker.showscale:  # the one colour bar: above the legend
+                trace.marker.colorbar.update(len=share - 0.05, y=1.0, yanchor="top")
     style.set_title(fig, title)
     return fig
+
+
+LEGEND_LINE_PX = 19
+LEGEND_GAP_PX = 8
+COLORBAR_SHARE = 0.45  # of the plot's height, above the legend, when both are drawn
+
+
+def _legend_title(expl: Explanation, name: str) -> str:
+    """Whose category colours the row: the favoured side's (a context is shared)."""
+    return name if expl.what == "context" else f"{name} of {style.favoured_side(expl)}"
 
 
 def row_categories(expl: Explanation, player: int) -> np.ndarray | None:
     """(q,) the category a categorical row is coloured by, or None (numeric rows).
 
-    Item groups: "same" / "different" (did both sides have the same category; in a
-    multi-category group, the same set). Context groups: the context's category.
+    Item groups: the favoured (left, in the explanation's orientation) side's category,
+    the part of "Fire vs Water" before " vs " (in a multi-category group, its set,
+    "Fire/Flying"), so a row shows which categories win. Context groups: the
+    context's category.
     """
     if expl.data_labels is None:
         return None
@@ -171,53 +205,57 @@ def row_categories(expl: Explanation, player: int) -> np.ndarray | None:
     labels = [str(v) if v is not None else "" for v in expl.data_labels[:, player]]
     if expl.what == "context":
         return np.array(labels, dtype=object)
-    pairs = [label.split(" vs ", 1) if " vs " in label else None for label in labels]
-    return np.array(
-        ["?" if p is None else SAME if p[0] == p[1] else DIFFERENT for p in pairs], dtype=object
-    )
+    return np.array([label.split(" vs ", 1)[0] for label in labels], dtype=object)
 
 
-SAME, DIFFERENT = "same", "different"
-SAME_COLOUR, DIFFERENT_COLOUR = "#009E73", "#E69F00"  # Okabe-Ito: colour-blind safe
-# Okabe-Ito again for context categories; categories beyond the palette are grey.
+# Okabe-Ito: colour-blind safe; levels beyond the palette are grey, as one entry.
 CATEGORY_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9",
                     "#F0E442", "#000000")  # fmt: skip
 
 
+def category_levels(categories: np.ndarray) -> list[str]:
+    """The row's levels, most frequent first (ties by name): the first get the
+    palette's colours, so the levels that fill the row are the ones told apart."""
+    names, counts = np.unique(np.asarray(categories).astype(str), return_counts=True)
+    return [str(names[k]) for k in np.lexsort((names, -counts)).tolist()]
+
+
 def category_colours(categories: np.ndarray) -> dict[str, str]:
-    """Colour of each category of a row (same/different, or a context's categories)."""
-    values = sorted({str(c) for c in categories.tolist()})
-    if set(values) <= {SAME, DIFFERENT, "?"}:
-        return {SAME: SAME_COLOUR, DIFFERENT: DIFFERENT_COLOUR, "?": style.NAN_GREY}
+    """Colour of each level of a row (grey beyond the palette's eight)."""
     return {
-        v: CATEGORY_PALETTE[k] if k < len(CATEGORY_PALETTE) else style.NAN_GREY
-        for k, v in enumerate(values)
+        level: CATEGORY_PALETTE[k] if k < len(CATEGORY_PALETTE) else style.NAN_GREY
+        for k, level in enumerate(category_levels(categories))
     }
 
 
 def _category_traces(
     fig: go.Figure,
     name: str,
+    legend_title: str,
     x: np.ndarray,
     y: np.ndarray,
     duels: np.ndarray,
     text: np.ndarray,
     categories: np.ndarray,
     head: str,
-) -> str:
-    """One trace per category of a categorical row; returns the row's colour key."""
+) -> int:
+    """One trace per level of a categorical row (the levels beyond the palette: one grey
+    trace), each a legend entry under the row's name; returns the number of entries."""
     colours = category_colours(categories)
-    for category, colour in colours.items():
-        hit = categories == category
-        if not hit.any():
-            continue
-        fig.add_trace(
-            _points(name, x[hit], y[hit], duels[hit][:, None], text[hit],
-                    hovertemplate=head + f"<br>colour: {category}", marker={"color": colour})
-        )  # fmt: skip
-    shown = [c for c in colours if (categories == c).any()]
-    entries = " ".join(f"<span style='color:{colours[c]}'>●</span> {c}" for c in shown)
-    return f"{name}: {entries}"
+    coloured = [c for c in colours if colours[c] != style.NAN_GREY]
+    rest = [c for c in colours if colours[c] == style.NAN_GREY]
+    groups = [(c, categories == c, colours[c]) for c in coloured]
+    if rest:
+        others = f"{len(rest)} other level{'s' if len(rest) > 1 else ''}"
+        groups.append((others, np.isin(categories, rest), style.NAN_GREY))
+    for level, hit, colour in groups:
+        trace = _points(name, x[hit], y[hit], duels[hit][:, None], text[hit],
+                        hovertemplate=head + f"<br>colour: {legend_title} = {level}",
+                        marker={"color": colour})  # fmt: skip
+        trace.update(name=level, showlegend=True, legendgroup=name,
+                     legendgrouptitle={"text": legend_title})  # fmt: skip
+        fig.add_trace(trace)
+    return len(groups)
 
 
 def _row_scale_bounds(data: np.ndarray) -> tuple[float, float, str] | None:

@@ -55,10 +55,11 @@ def make_explanation(
 
 def rows_of(fig: go.Figure) -> dict[str, dict[str, np.ndarray]]:
     """Points per row name: x, y, duel indices (customdata) and colours, merged over the
-    coloured and grey traces of the row."""
+    coloured and grey traces of the row (a categorical row's traces are its levels,
+    grouped under the row's name)."""
     rows: dict[str, dict[str, list]] = {}
     for tr in fig.data:
-        row = rows.setdefault(tr.name, {"x": [], "y": [], "duel": [], "grey": []})
+        row = rows.setdefault(tr.legendgroup or tr.name, {"x": [], "y": [], "duel": [], "grey": []})
         n = len(tr.x)
         row["x"] += list(tr.x)
         row["y"] += list(tr.y)

@@ -15,6 +15,11 @@ from prefshap_core.plots.waterfall import sigmoid
 from tests.engine.plots.figures import make_explanation, rows_of
 
 
+def one_line(text: str) -> str:
+    """A wrapped title as one line."""
+    return text.replace("<br>", " ")
+
+
 def tick_names_top_down(fig: go.Figure) -> list[str]:
     pairs = sorted(
         zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext, strict=True), reverse=True
@@ -120,9 +125,11 @@ def test_beehive_constant_data_row_is_mid_scale() -> None:
 
 def test_beehive_axis_title_states_the_orientation() -> None:
     expl = make_explanation(q=200)
-    assert "favours the left item" in beehive(expl).layout.xaxis.title.text
+    assert "favours the left item" in one_line(beehive(expl).layout.xaxis.title.text)
     winner_fig = beehive(expl.oriented_to_winner())
-    assert winner_fig.layout.xaxis.title.text == "Pref-SHAP value (positive favours the winner)"
+    assert one_line(winner_fig.layout.xaxis.title.text) == (
+        "Pref-SHAP value (positive favours the winner)"
+    )
     colorbar_titles = [
         tr.marker.colorbar.title.text for tr in winner_fig.data if tr.marker.showscale
     ]
@@ -130,15 +137,16 @@ def test_beehive_axis_title_states_the_orientation() -> None:
     item = expl.left_ids[0]
     label = expl.left_labels[0]
     view = beehive(expl.from_point_of_view(item))
-    assert view.layout.xaxis.title.text == f"Pref-SHAP value (positive favours {label})"
+    assert one_line(view.layout.xaxis.title.text) == f"Pref-SHAP value (positive favours {label})"
 
 
 def test_beehive_hover_names_duel_sides_value_and_difference() -> None:
     expl = make_explanation(q=30, p=3, group_player=1).oriented_to_winner()
     fig = beehive(expl)
     for tr in fig.data:
-        j = expl.player_names.index(tr.name)
-        assert tr.hovertemplate.startswith(f"duel %{{text}}<br>{tr.name}: %{{x:+.3g}}")
+        row = tr.legendgroup or tr.name  # a categorical row's traces are its levels
+        j = expl.player_names.index(row)
+        assert tr.hovertemplate.startswith(f"duel %{{text}}<br>{row}: %{{x:+.3g}}")
         if j == 1:
             assert "difference" not in tr.hovertemplate
         else:
@@ -222,7 +230,7 @@ def test_bar_mean_is_signed_coloured_and_has_standard_errors() -> None:
         c == (style.RED if v >= 0 else style.BLUE) for c, v in zip(colours, values, strict=True)
     )
     assert (values < 0).any() and (values > 0).any()
-    assert "favours the winner" in fig.layout.xaxis.title.text
+    assert "favours the winner" in one_line(fig.layout.xaxis.title.text)
     assert {style.format_number(v, signed=True) for v in values} <= {
         a.text for a in fig.layout.annotations
     }
@@ -346,7 +354,7 @@ def test_context_beehive_colours_by_the_context_value() -> None:
     assert trace.marker.colorbar.title.text == "Context value"
     assert "value: %{customdata[1]:.4g}" in trace.hovertemplate
     # A categorical context row is coloured by its category (tests/test_beehive_categories.py).
-    assert len({tr.marker.color for tr in fig.data if tr.name == "f1"}) > 1
+    assert len({tr.marker.color for tr in fig.data if tr.legendgroup == "f1"}) > 1
 
 
 def test_waterfall_uses_the_explanations_labels_and_standard_errors() -> None:
