@@ -137,16 +137,18 @@ def beehive(
             )
 
     x_title = style.wrap(style.value_axis_title(expl), style.AXIS_TITLE_CHARS)
-    title_text = style.wrap(title, style.TITLE_CHARS) if title else ""
-    top = 58 + style.LINE_PX * style.n_lines(title_text) if title else 40
     bottom = 44 + style.LINE_PX * style.n_lines(x_title)
     # Legend: a group title and a line per level; the colour bar, when there is one,
-    # takes the upper part of the right side and the legend the rest below it.
+    # takes the upper part of the right side (its title on top) and the legend below.
     legend_px = sum(LEGEND_LINE_PX * (n + 1) + LEGEND_GAP_PX for n in legend_rows)
-    share = COLORBAR_SHARE if colorbar_drawn and legend_rows else 0.0
-    plot_px = max(style.ROW_HEIGHT_PX * n_rows, 170, round(legend_px / (1.0 - share)) + 10)
-    style.apply_base_layout(fig, height=top + plot_px + bottom)
-    fig.update_layout(margin={"t": top, "b": bottom})
+    colorbar_title = style.wrap(_colorbar(expl)["title"]["text"], COLORBAR_TITLE_CHARS)
+    colorbar_px = COLORBAR_BAR_PX + LEGEND_LINE_PX * style.n_lines(colorbar_title)
+    stacked = colorbar_drawn and bool(legend_rows)
+    plot_px = max(style.ROW_HEIGHT_PX * n_rows, 170,
+                  legend_px + (colorbar_px + 20 if stacked else 0) + 10)  # fmt: skip
+    share = (colorbar_px + 20) / plot_px if stacked else 0.0
+    style.apply_base_layout(fig, height=plot_px + bottom)
+    fig.update_layout(margin={"b": bottom})
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(
         tickmode="array",
@@ -173,15 +175,20 @@ def beehive(
                     "groupclick": "toggleitem", "itemsizing": "constant"},
         )  # fmt: skip
         for trace in fig.data:
-            if trace.marker.showscale:  # the one colour bar: above the legend
-                trace.marker.colorbar.update(len=share - 0.05, y=1.0, yanchor="top")
+            if trace.marker.showscale:  # the one colour bar: above the legend, titled on top
+                trace.marker.colorbar.update(
+                    len=colorbar_px, lenmode="pixels", y=1.0, yanchor="top",
+                    title={"side": "top", "text": colorbar_title},
+                )  # fmt: skip
     style.set_title(fig, title)
+    style.fit_height(fig, plot_px)  # rows keep their height under a title and notes
     return fig
 
 
 LEGEND_LINE_PX = 19
 LEGEND_GAP_PX = 8
-COLORBAR_SHARE = 0.45  # of the plot's height, above the legend, when both are drawn
+COLORBAR_BAR_PX = 80  # the colour bar's own length when a legend is stacked under it
+COLORBAR_TITLE_CHARS = 14
 
 
 def _legend_title(expl: Explanation, name: str) -> str:

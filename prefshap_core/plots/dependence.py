@@ -12,6 +12,7 @@ Each point's ``customdata[0]`` is its duel's row in ``expl`` (for click handlers
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,8 @@ import plotly.graph_objects as go
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import style
 from prefshap_core.plots.beehive import row_colour_positions
+from prefshap_core.plots.direction import direction_table
+from prefshap_core.plots.labels import feature_label
 
 MAX_PAIRS = 12  # more category pairs than this: x is same / different
 JITTER = 0.3
@@ -117,8 +120,11 @@ def dependence(
     max_points: int = 5000,
     seed: int = 0,
     title: str | None = None,
+    imputed: Mapping[str, float] | None = None,
 ) -> go.Figure:
-    """Scatter of ``player``'s Pref-SHAP value against its value (difference)."""
+    """Scatter of ``player``'s Pref-SHAP value against its value (difference), with its
+    direction (:mod:`direction`) in a note. ``imputed``: the share of filled-in rows
+    per feature (its axis title says so from 5 %)."""
     j = expl.player_names.index(player) if isinstance(player, str) else int(player)
     if expl.n_duels == 0:
         return style.empty_figure("No duels to show for this selection.", title=title)
@@ -184,25 +190,54 @@ def dependence(
         )
     )
     style.apply_base_layout(fig, height=420)
-    fig.update_xaxes(title_text=values.meaning)
+    meaning = values.meaning
+    label = feature_label(expl.player_names[j], imputed, html=False)
+    if meaning.startswith(expl.player_names[j]):
+        meaning = label + meaning[len(expl.player_names[j]) :]
+    fig.update_xaxes(title_text=style.wrap(meaning, 2 * style.AXIS_TITLE_CHARS))
     if ticks is not None:
         fig.update_xaxes(tickmode="array", tickvals=list(range(len(ticks))), ticktext=ticks)
     fig.update_yaxes(
-        title_text=style.value_axis_title(expl, f"Pref-SHAP value of {expl.player_names[j]}"),
+        title_text=style.wrap(
+            style.value_axis_title(expl, f"Pref-SHAP value of {expl.player_names[j]}"),
+            style.AXIS_TITLE_CHARS + 8,
+        ),
         showline=True, ticks="outside",
     )  # fmt: skip
     fig.add_hline(y=0.0, line={"color": style.AXIS_GREY, "width": 1}, layer="below")
+    notes = [direction_note(expl, j)]
     if partner is not None and player_values(expl, int(partner)).numbers is None:
-        style.add_note(
-            fig,
+        notes.append(
             f"colour: {expl.player_names[int(partner)]} — red {SAME}, blue {DIFFERENT}"
             if expl.what == "items"
-            else f"colour: {expl.player_names[int(partner)]} category",
+            else f"colour: {expl.player_names[int(partner)]} category"
         )
     if rows.size < expl.n_duels:
-        style.add_note(fig, f"showing {rows.size:,} of {expl.n_duels:,} duels (random sample)")
+        notes.append(f"showing {rows.size:,} of {expl.n_duels:,} duels (random sample)")
+    style.add_note(fig, " · ".join(n for n in notes if n))
     style.set_title(fig, title)
     return fig
+
+
+MAX_NOTE_LEVELS = 6
+
+
+def direction_note(expl: Explanation, player: int) -> str:
+    """The player's direction in words: its Spearman rho, or its mean value per level
+    of the favoured side's category (the most frequent levels)."""
+    table = direction_table(expl, max_display=expl.n_players)
+    rows = table[table["feature"] == expl.player_names[player]]
+    if rows.empty:
+        return ""
+    if rows["statistic"].iloc[0] == "spearman":
+        rho = float(rows["value"].iloc[0])
+        shown = "n/a" if not np.isfinite(rho) else f"{rho:+.2f}"
+        return f"direction: Spearman ρ(value, {player_values(expl, player).meaning}) = {shown}"
+    levels = ", ".join(
+        f"{level}: {style.format_number(v, signed=True)}"
+        for level, v in zip(rows["level"][:MAX_NOTE_LEVELS], rows["value"], strict=False)
+    )
+    return f"direction: mean value by {style.favoured_side(expl)}'s category: {levels}"
 
 
 def _x_positions(values: PlayerValues, rng: np.random.Generator) -> tuple[np.ndarray, list | None]:

@@ -134,11 +134,6 @@ def direction_bar(
         for panel in panels
     ]
     title_px = [style.LINE_PX * style.n_lines(t) + 34 for t in axis_titles]  # ticks + title
-    top = (
-        58 + style.LINE_PX * style.n_lines(style.wrap(title, style.NARROW_TITLE_CHARS))
-        if title
-        else 40
-    )
     bars_px = style.ROW_HEIGHT_PX * len(table)
     gap = title_px[0] + 20 if len(panels) > 1 else 0
     plot_px = bars_px + gap  # the plot area, in which make_subplots' spacing is a share
@@ -180,10 +175,11 @@ def direction_bar(
         fig.update_yaxes(categoryorder="array", categoryarray=ticks[::-1], row=r, col=1)
         fig.add_vline(x=0.0, line={"color": style.AXIS_GREY, "width": 1}, layer="below",
                       row=r, col=1)  # fmt: skip
-    style.apply_base_layout(fig, height=max(260, top + plot_px + title_px[-1] + 10))
-    fig.update_layout(margin={"t": top, "b": title_px[-1] + 10})
+    style.apply_base_layout(fig, height=260)
+    fig.update_layout(margin={"b": title_px[-1] + 10})
     for r, values, ticks, texts in columns:
         axis = "" if r == 1 else str(r)
         style.value_column(fig, values, ticks, texts, xref=f"x{axis} domain", yref=f"y{axis}")
     style.set_title(fig, title, chars=style.NARROW_TITLE_CHARS)
+    style.fit_height(fig, max(plot_px, 120))
     return fig

@@ -238,16 +238,27 @@ def padded_range(lo: float, hi: float) -> list[float]:
     return [lo - margin, hi + margin]
 
 
+NOTE_CHARS = 56
+NOTE_LINE_PX = 14
+
+
 def set_title(fig: go.Figure, title: str | None, *, chars: int = TITLE_CHARS) -> None:
-    """A left-aligned title, wrapped at ``chars``, with the top margin its lines need."""
+    """A left-aligned title at the top of the figure, wrapped at ``chars``; the top
+    margin grows by its lines (above any notes already there)."""
     if title:
         text = wrap(title, chars)
-        top = max(fig.layout.margin.t or 0, 58 + LINE_PX * n_lines(text))
-        fig.update_layout(title={"text": text, "x": 0.0, "xanchor": "left"}, margin={"t": top})
+        top = (fig.layout.margin.t or 40) + LINE_PX * n_lines(text) + 22
+        fig.update_layout(
+            title={"text": text, "x": 0.0, "xanchor": "left", "y": 1.0, "yref": "container",
+                   "yanchor": "top", "pad": {"t": 12}},
+            margin={"t": top},
+        )  # fmt: skip
 
 
 def add_note(fig: go.Figure, text: str) -> None:
-    """A small grey line above the plot area's right end (sampling notes and the like)."""
+    """A small grey line (wrapped: several) above the plot area's right end (sampling
+    notes and the like); the top margin grows by its extra lines."""
+    text = wrap(text, NOTE_CHARS)
     fig.add_annotation(
         text=text,
         xref="paper",
@@ -257,9 +268,19 @@ def add_note(fig: go.Figure, text: str) -> None:
         xanchor="right",
         yanchor="bottom",
         yshift=4,
+        align="right",
         showarrow=False,
         font={"size": 11, "color": NOTE_GREY},
     )
+    extra = NOTE_LINE_PX * (n_lines(text) - 1)
+    if extra:
+        fig.update_layout(margin={"t": (fig.layout.margin.t or 40) + extra})
+
+
+def fit_height(fig: go.Figure, plot_px: float) -> None:
+    """The figure's height: its margins as they stand plus a plot area of ``plot_px``."""
+    margin = fig.layout.margin
+    fig.update_layout(height=round((margin.t or 0) + (margin.b or 0) + plot_px))
 
 
 def empty_figure(message: str, *, title: str | None = None) -> go.Figure:

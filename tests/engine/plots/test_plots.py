@@ -108,10 +108,10 @@ def test_beehive_colour_is_redder_for_higher_difference_and_categorical_for_grou
     assert colour.min() == 0.0 and colour.max() == 1.0
     red, blue = style.colorscale_rgb(1.0), style.colorscale_rgb(0.0)
     assert red[0] > red[2] and blue[2] > blue[0]
-    group = rows_of(fig)["f1"]  # same / different category (tests/test_plot_numbers.py)
+    group = rows_of(fig)["f1"]  # the winner's category (test_beehive_categories.py)
     assert not group["grey"].any() and group["x"].size == expl.n_duels
     assert trace.marker.showscale
-    bar_title = trace.marker.colorbar.title.text
+    bar_title = one_line(trace.marker.colorbar.title.text)
     assert bar_title == "Feature difference (left - right)"
     assert list(trace.marker.colorbar.ticktext) == ["Low", "High"]
 
@@ -131,7 +131,7 @@ def test_beehive_axis_title_states_the_orientation() -> None:
         "Pref-SHAP value (positive favours the winner)"
     )
     colorbar_titles = [
-        tr.marker.colorbar.title.text for tr in winner_fig.data if tr.marker.showscale
+        one_line(tr.marker.colorbar.title.text) for tr in winner_fig.data if tr.marker.showscale
     ]
     assert colorbar_titles == ["Feature difference (winner - loser)"]
     item = expl.left_ids[0]
