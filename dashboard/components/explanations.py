@@ -6,13 +6,13 @@ and exports the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import streamlit as st
 
 from dashboard import pages, state
-from dashboard.components.export import figure_exports, file_stem
+from dashboard.components.export import export_stem, figure_exports, plot_config
 from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
 from dashboard.jobs import Job
@@ -29,7 +29,18 @@ WHAT_WORDS = {
     "context": "context features",
     "sides": "item features of each side",
 }
-BAR_KINDS = {"mean_abs": "mean |value| (importance)", "mean": "mean value (direction)"}
+BAR_KINDS = {
+    "mean_abs": "mean |value| (importance)",
+    "direction": "direction (rank correlation)",
+    "mean": "mean value",
+}
+BAR_VIEWS = {"mean_abs": "bar importance", "direction": "bar direction", "mean": "bar mean"}
+BAR_HELP = (
+    "Importance: mean |Pref-SHAP value|. Direction: Spearman's rank correlation of a "
+    "feature's value with its difference (+1: more of it favours the side shown), and "
+    "for a categorical feature the mean value per category of the side shown. Mean "
+    "value: the signed mean, which in the winner view mixes both signs."
+)
 
 
 def require_model() -> tuple[state.LoadedData, state.TrainedModel] | None:
@@ -93,34 +104,35 @@ def figures(
     expl: Explanation,
     *,
     title: str,
-    stem: str,
+    dataset: str,
+    selection: str,
     key: str,
     provenance: str,
     bar_kind: str = "mean_abs",
     on_point: Callable[[int], None] | None = None,
+    imputed: Mapping[str, float] | None = None,
 ) -> None:
     """Beehive, bar and dependence plot of one explanation (already oriented), each
-    with its exports.
+    with its exports (named ``<dataset>-<view>-<selection>``).
 
     ``on_point``: called with the explanation row of a clicked beehive or dependence
     point (e.g. to open that duel). ``provenance``: what exported figures say they
-    show (dataset, model, duel count).
+    show (dataset, model, duel count). ``imputed``: each feature's share of filled-in
+    rows (``labels.imputed_shares``), noted on its labels from 5 %.
     """
     left, right = st.columns([3, 2])
     with left:
-        fig = beehive(expl, title=f"{title}: Pref-SHAP values")
+        fig = beehive(expl, title=f"{title}: Pref-SHAP values", imputed=imputed)
+        stem = export_stem(dataset, "beehive", selection)
         event = st.plotly_chart(
             fig,
             width="stretch",
-            config=PLOT_CONFIG,
+            config=plot_config(stem),
             key=f"beehive:{key}",
             on_select="rerun" if on_point is not None else "ignore",
             selection_mode="points",
         )
-        figure_exports(
-            fig, file_stem("beehive", stem), expl=expl, key=f"beehive:{key}",
-            provenance=provenance,
-        )  # fmt: skip
+        figure_exports(fig, stem, expl=expl, key=f"beehive:{key}", provenance=provenance)
         if on_point is not None:
             _clicked(event, fig, on_point)
     with right:
@@ -131,26 +143,34 @@ def figures(
             format_func=BAR_KINDS.get,
             horizontal=True,
             key=f"barkind:{key}",
+            help=BAR_HELP,
         )
-        fig_bar = bar(expl, kind=kind, title=title)
-        st.plotly_chart(fig_bar, width="stretch", config=PLOT_CONFIG, key=f"bar:{key}")
+        fig_bar = bar(expl, kind=kind, title=title, imputed=imputed)
+        bar_stem = export_stem(dataset, BAR_VIEWS[kind], selection)
+        st.plotly_chart(fig_bar, width="stretch", config=plot_config(bar_stem), key=f"bar:{key}")
         figure_exports(
-            fig_bar, file_stem("bar", stem), key=f"bar:{key}", provenance=provenance,
+            fig_bar, bar_stem, key=f"bar:{key}", provenance=provenance,
             table=lambda: to_csv_bytes(bar_table(expl, kind=kind)),
-            table_help="The bars' numbers: feature, value, standard error, duels.",
+            table_help=(
+                "The bars' numbers: feature, level, statistic, value, duels."
+                if kind == "direction"
+                else "The bars' numbers: feature, value, standard error, duels."
+            ),
         )  # fmt: skip
-    dependence_plot(expl, title=title, stem=stem, key=key, provenance=provenance,
-                    on_point=on_point)  # fmt: skip
+    dependence_plot(expl, title=title, dataset=dataset, selection=selection, key=key,
+                    provenance=provenance, on_point=on_point, imputed=imputed)  # fmt: skip
 
 
 def dependence_plot(
     expl: Explanation,
     *,
     title: str,
-    stem: str,
+    dataset: str,
+    selection: str,
     key: str,
     provenance: str,
     on_point: Callable[[int], None] | None = None,
+    imputed: Mapping[str, float] | None = None,
 ) -> None:
     """One feature's Pref-SHAP value against its value difference (shap's scatter)."""
     if expl.n_duels < 2:
@@ -173,13 +193,14 @@ def dependence_plot(
             ),
         )  # fmt: skip
         colour_by = colour if colour in ("auto", None) else expl.player_names.index(colour)
-        fig = dependence(expl, j, colour_by=colour_by, title=f"{title}: dependence of {feature}")
+        fig = dependence(expl, j, colour_by=colour_by, title=f"{title}: dependence of {feature}",
+                         imputed=imputed)  # fmt: skip
+        stem = export_stem(dataset, "dependence", f"{selection} {feature}")
         event = st.plotly_chart(
-            fig, width="stretch", config=PLOT_CONFIG, key=f"dependence:{key}",
+            fig, width="stretch", config=plot_config(stem), key=f"dependence:{key}",
             on_select="rerun" if on_point is not None else "ignore", selection_mode="points",
         )  # fmt: skip
-        figure_exports(fig, file_stem("dependence", stem, feature), expl=expl,
-                       key=f"dependence:{key}", provenance=provenance)  # fmt: skip
+        figure_exports(fig, stem, expl=expl, key=f"dependence:{key}", provenance=provenance)
         if on_point is not None:
             _clicked(event, fig, on_point)
 

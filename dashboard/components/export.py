@@ -9,6 +9,8 @@ interactive HTML (which also saves as an image from any browser).
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable
 
 import plotly.graph_objects as go
@@ -27,11 +29,41 @@ from prefshap_core.plots import (
     with_provenance,
 )
 
+# Every exported file is named `<dataset>-<view>-<selection>.<ext>`: lower-case ASCII
+# letters, digits and '-', e.g. 'pokemon-beehive-all-test-duels-items.png'.
+_FILE_EXTENSIONS = re.compile(r"\.(csv|tsv|txt|xlsx?|parquet|json|npz|zip|gz)\b", re.IGNORECASE)
+MAX_PART_CHARS = 60
 
-def file_stem(*parts: str) -> str:
-    """A safe file name from readable parts, e.g. 'beehive_novak-djokovic_losses'."""
-    text = "_".join(p for p in parts if p)
-    return safe_file_name(text, "figure").strip("-_").lower() or "figure"
+
+def name_part(text: str) -> str:
+    """One part of an export's name: accents dropped ('é' -> 'e'), file extensions
+    dropped ('items.csv' -> 'items'), lower case, every run of other characters one
+    '-', at most ``MAX_PART_CHARS``."""
+    ascii_text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode()
+    text = _FILE_EXTENSIONS.sub("", ascii_text).lower()
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:MAX_PART_CHARS].strip("-")
+
+
+def export_stem(dataset: str, view: str, selection: str = "") -> str:
+    """'<dataset>-<view>-<selection>' (an empty selection: 'all'), each a
+    :func:`name_part`: the one naming scheme of every download."""
+    parts = (
+        name_part(dataset) or "data",
+        name_part(view) or "figure",
+        name_part(selection) or "all",
+    )
+    return "-".join(parts)
+
+
+def export_name(dataset: str, view: str, selection: str, ext: str) -> str:
+    """'<dataset>-<view>-<selection>.<ext>'."""
+    return f"{export_stem(dataset, view, selection)}.{ext}"
+
+
+def plot_config(stem: str) -> dict:
+    """Plotly's chart options with its camera button saving '<stem>.png' too."""
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": "png", "scale": 2, "filename": stem}}  # fmt: skip
 
 
 def figure_exports(
@@ -44,7 +76,8 @@ def figure_exports(
     table_help: str | None = None,
     provenance: str | None = None,
 ) -> None:
-    """A row of download buttons for one figure and the numbers behind it.
+    """A row of download buttons for one figure and the numbers behind it, each file
+    named ``<stem>.<ext>`` (``stem`` from :func:`export_stem`).
 
     ``table``: the figure's own numbers as CSV (e.g. the bars'); default: the
     explanation's per-duel values. ``provenance`` (dataset, model, duel count) is
@@ -92,7 +125,7 @@ def figure_exports(
         row.download_button(
             "CSV",
             data=table if table is not None else lambda: explanation_to_csv(expl),
-            file_name=f"{stem}_values.csv",
+            file_name=f"{stem}.csv",
             mime="text/csv",
             key=f"csv:{key}",
             icon=":material/table:",

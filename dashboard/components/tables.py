@@ -47,3 +47,14 @@ def paginated(
     )
     rows = event.selection.rows if event is not None else []
     return start + int(rows[0]) if rows else None
+
+
+def without_duplicate_names(frame: pd.DataFrame, name: str, id_column: str) -> pd.DataFrame:
+    """``frame`` without its ``name`` column when every name equals its id (data with
+    no names): the same column twice only crowds the table. The id stays."""
+    same = (
+        name in frame
+        and id_column in frame
+        and frame[name].astype(str).equals(frame[id_column].astype(str))
+    )
+    return frame.drop(columns=[name]) if same else frame

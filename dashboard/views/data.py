@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import sources, state
 from dashboard.components import column_mapping
+from dashboard.components.export import export_name
 from dashboard.components.guard import run_guarded, show_error, without_paths
 from dashboard.components.share import share_link
 from dashboard.components.tables import paginated
@@ -304,7 +305,7 @@ def _summary(loaded: state.LoadedData) -> None:
         st.download_button(
             f"Download the {len(report.rejected):,} rejected or skipped rows, with reasons (CSV)",
             data=to_csv_bytes(report.rejected),
-            file_name="rejected_rows.csv",
+            file_name=export_name(data.name, "rejected rows", "", "csv"),
             mime="text/csv",
             on_click="ignore",
             icon=":material/download:",

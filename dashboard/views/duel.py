@@ -9,7 +9,13 @@ import streamlit as st
 
 from dashboard import links, pages, state
 from dashboard.components.explanations import PLOT_CONFIG, fetch, require_model
-from dashboard.components.export import figure_exports, file_stem, provenance, table_download
+from dashboard.components.export import (
+    export_name,
+    export_stem,
+    figure_exports,
+    provenance,
+    table_download,
+)
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
@@ -199,11 +205,10 @@ def render() -> None:
         )
     fig = waterfall(items_view, ctx_view)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="duel:waterfall")
-    stem = file_stem(
-        "waterfall_by_side" if split else "waterfall",
+    stem = export_stem(
         data.name,
-        str(data.duel_ids[duel]),
-        seen_from,
+        "waterfall by side" if split else "waterfall",
+        f"duel {data.duel_ids[duel]} {seen_from}",
     )
     figure_exports(
         fig, stem, expl=items_view, key="duel:waterfall",
@@ -217,7 +222,9 @@ def render() -> None:
     if ctx_view is not None:
         table_download(
             explanation_to_csv(ctx_view),
-            f"{stem}_context_values.csv",
+            export_name(
+                data.name, "waterfall context", f"duel {data.duel_ids[duel]} {seen_from}", "csv"
+            ),
             label="Context values (CSV)",
             key="duel:context-csv",
         )

@@ -23,7 +23,13 @@ from dashboard.components.explanations import (
     require_model,
     sample_note,
 )
-from dashboard.components.export import figure_exports, file_stem, provenance, table_download
+from dashboard.components.export import (
+    export_stem,
+    figure_exports,
+    plot_config,
+    provenance,
+    table_download,
+)
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
 from dashboard.components.text import md
@@ -38,6 +44,7 @@ from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interactions import MAX_INTERACTION_PLAYERS
 from prefshap_core.plots import interaction_heatmap, interaction_scatter
 from prefshap_core.plots.export import interactions_to_csv
+from prefshap_core.plots.labels import imputed_shares
 from prefshap_core.workflow.training import SMALL_TEST
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
@@ -254,10 +261,12 @@ def render() -> None:
             figures(
                 shown,
                 title=f"{subset.title} ({len(req.duels):,} duels)",
-                stem=f"{loaded.data.name}_{subset.title}_{what}",
+                dataset=loaded.data.name,
+                selection=f"{subset.title} {what}",
                 key=f"explain:{what}",
                 provenance=provenance(loaded.title, model_description(model), shown.n_duels),
                 on_point=lambda row, shown=shown: _open_duel(loaded, shown, row),
+                imputed=imputed_shares(loaded.data),
             )
             if what == "items":
                 _interactions(loaded, model, req, expl, subset.title)
@@ -293,11 +302,11 @@ def _interactions(
     left, right = st.columns([3, 2])
     with left:
         fig = interaction_heatmap(inter, title=f"{title}: interactions")
+        stem = export_stem(loaded.data.name, "interactions", title)
         event = st.plotly_chart(
-            fig, width="stretch", config=PLOT_CONFIG, key="explain:interactions",
+            fig, width="stretch", config=plot_config(stem), key="explain:interactions",
             on_select="rerun", selection_mode="points",
         )  # fmt: skip
-        stem = file_stem("interactions", loaded.data.name, title)
         figure_exports(fig, stem, key="explain:interactions")
         table_download(
             interactions_to_csv(inter), f"{stem}.csv", label="Values (CSV)",

@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import links, pages, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
-from dashboard.components.export import figure_exports, file_stem, provenance
+from dashboard.components.export import export_stem, figure_exports, provenance
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded, show_error
 from dashboard.components.precision import precision_control
@@ -195,7 +195,8 @@ def _explanation(loaded, model, sides: _Sides, names, context_row, executor) -> 
     fig = waterfall(items, ctx)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="h2h:waterfall")
     figure_exports(
-        fig, file_stem("head-to-head", loaded.data.name, a, b), expl=items, key="h2h:waterfall",
+        fig, export_stem(loaded.data.name, "head-to-head", f"{a} vs {b}"), expl=items,
+        key="h2h:waterfall",
         provenance=provenance(loaded.title, model_description(model), 1),
     )  # fmt: skip
 

@@ -16,7 +16,7 @@ import streamlit as st
 
 from dashboard import links, pages, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
-from dashboard.components.export import figure_exports, file_stem, table_download
+from dashboard.components.export import export_name, export_stem, figure_exports, table_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.text import md
 from dashboard.services import views_data
@@ -136,7 +136,7 @@ def render() -> None:
         if triangles:
             table_download(
                 to_csv_bytes(_triangle_table(triangles, labels)),
-                f"{file_stem('cycles', data.name)}.csv", label="Cycles (CSV)",
+                export_name(data.name, "cycles", "model", "csv"), label="Cycles (CSV)",
                 key="intransitivity:csv",
             )  # fmt: skip
     with right:
@@ -156,7 +156,9 @@ def render() -> None:
     st.subheader("The ranking part: potential s")
     fig = potential_plot(report, np.array([labels[i] for i in ids]))
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="intransitivity:potential")
-    figure_exports(fig, file_stem("potential", data.name, str(n)), key="intransitivity:potential")
+    figure_exports(
+        fig, export_stem(data.name, "potential", f"{n} items"), key="intransitivity:potential"
+    )
 
 
 def _model_cycles(report, scored, fp: str) -> tuple[list[dict], float]:

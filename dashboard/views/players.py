@@ -14,10 +14,16 @@ from dashboard.components.explanations import (
     require_model,
     sample_note,
 )
-from dashboard.components.export import figure_exports, file_stem, provenance, table_download
+from dashboard.components.export import (
+    export_name,
+    export_stem,
+    figure_exports,
+    provenance,
+    table_download,
+)
 from dashboard.components.guard import run_guarded
 from dashboard.components.precision import precision_control
-from dashboard.components.tables import paginated
+from dashboard.components.tables import paginated, without_duplicate_names
 from dashboard.components.text import md
 from dashboard.services import views_data
 from dashboard.services.cluster import cluster_executor
@@ -26,6 +32,7 @@ from dashboard.services.training import model_description
 from prefshap_core.csv_safety import to_csv_bytes
 from prefshap_core.explain import Executor
 from prefshap_core.plots import own_vs_opponents
+from prefshap_core.plots.labels import imputed_shares
 from prefshap_core.plots.own_vs_opponents import side_totals
 from prefshap_core.workflow.items import ItemRecord
 
@@ -84,8 +91,9 @@ def _record(loaded: state.LoadedData, record: ItemRecord) -> None:
         )
         st.caption("Select an opponent to see only the duels against it.")
         picked = paginated(
-            opponents, key=f"opponents:{record.item_id}", page_size=10, selectable=True
-        )
+            without_duplicate_names(opponents, "opponent", "opponent_id"),
+            key=f"opponents:{record.item_id}", page_size=10, selectable=True,
+        )  # fmt: skip
         if picked is not None:  # before the filter below is drawn: it shows this choice
             st.session_state[_opponent_key(loaded, record.item_id)] = str(
                 opponents["opponent_id"].iloc[picked]
@@ -171,12 +179,14 @@ def render() -> None:
                 figures(
                     shown,
                     title=f"{record.label}: {VIEWS[view].lower()}{against} ({shown.n_duels:,})",
-                    stem=f"{data.name}_{record.label}_{view}_{what}",
+                    dataset=data.name,
+                    selection=f"{record.label} {view}{against} {what}",
                     key=f"players:{what}",
                     provenance=provenance(loaded.title, model_description(model),
                                           shown.n_duels),
                     bar_kind="mean",
                     on_point=open_point,
+                    imputed=imputed_shares(data),
                 )  # fmt: skip
         if view == "losses":
             _own_vs_opponents(loaded, model, record, duels, precision, executor)
@@ -215,7 +225,7 @@ def _own_vs_opponents(
     )
     fig = own_vs_opponents(shown, title=f"{record.label}: own vs opponents' features in losses")
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="players:own-vs-opponents")
-    stem = file_stem("own_vs_opponents", loaded.data.name, record.item_id)
+    stem = export_stem(loaded.data.name, "own vs opponents", f"{record.label} losses")
     figure_exports(fig, stem, expl=shown, key="players:own-vs-opponents")
 
 
@@ -229,7 +239,7 @@ def _duel_table(
     if opponent is not None:
         table = table[table["opponent_id"] == opponent]
     picked = paginated(
-        table,
+        without_duplicate_names(table, "opponent", "opponent_id"),
         key=f"duels:{loaded.fingerprint}:{record.item_id}:{view}",
         selectable=True,
         column_config={"duel": st.column_config.NumberColumn("row", format="%d")},
@@ -249,7 +259,7 @@ def _duel_table(
         cli_table = views_data.explain_input_table(loaded, table["duel"].to_numpy())
         table_download(
             to_csv_bytes(cli_table),
-            f"{record.item_id}_{view}_duels.csv",
+            export_name(loaded.data.name, "duels", f"{record.label} {view}", "csv"),
             label="Duels (CSV)",
             key=f"duels:{record.item_id}:{view}",
             help="In `prefshap explain --duels` format: left, right, winner (and the "

@@ -6,9 +6,10 @@ import streamlit as st
 
 from dashboard import links, pages, state
 from dashboard.components.explanations import require_model
-from dashboard.components.export import file_stem, table_download
+from dashboard.components.export import export_name, table_download
 from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
+from dashboard.components.tables import without_duplicate_names
 from dashboard.components.text import md
 from dashboard.services.analyses import model_rankings
 from dashboard.services.training import model_title
@@ -57,7 +58,10 @@ def render() -> None:
     column = "p_mean" if sort_by == MIX else sort_by
     shown = table.sort_values([column, "item_id"], ascending=[False, True], kind="stable")
     shown = shown.assign(rank=range(1, len(shown) + 1))
-    display = shown[["rank", "item", "item_id", column, "duels", "wins", "losses", "score"]]
+    display = without_duplicate_names(
+        shown[["rank", "item", "item_id", column, "duels", "wins", "losses", "score"]],
+        "item", "item_id",
+    )  # fmt: skip
     display = display.assign(**{column: display[column].map(percent)}).rename(
         columns={column: "mean P(win) vs pool", "score": ranked.score_name}
     )
@@ -68,7 +72,7 @@ def render() -> None:
     )  # fmt: skip
     table_download(
         to_csv_bytes(shown),
-        file_stem("rankings", loaded.data.name, model.kind) + ".csv",
+        export_name(loaded.data.name, "rankings", f"{model.kind} {column}", "csv"),
         label="Rankings (CSV)",
         key="rankings:csv",
     )

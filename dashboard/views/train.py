@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import pages, state
-from dashboard.components.export import file_stem, model_download
+from dashboard.components.export import export_name, export_stem, model_download
 from dashboard.components.guard import run_guarded
 from dashboard.components.progress import job_outcome, job_panel
 from dashboard.components.text import md
@@ -146,14 +146,16 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
                 "seconds": result.seconds,
             }
         )
-    stem = file_stem(loaded.data.name, model.kind, f"seed{model.settings.seed}")
+    stem = export_stem(loaded.data.name, "model", f"{model.kind} seed {model.settings.seed}")
     c = st.columns([1, 1, 3])
     with c[0]:
         model_download(model.function, stem, key=model.settings_fp)
     c[1].download_button(
         "Metrics (.json)",
         data=lambda: json.dumps(result.to_json(), indent=2, default=str),
-        file_name=f"{stem}_metrics.json",
+        file_name=export_name(
+            loaded.data.name, "metrics", f"{model.kind} seed {model.settings.seed}", "json"
+        ),
         mime="application/json",
         on_click="ignore",
         key=f"metrics:{model.settings_fp}",

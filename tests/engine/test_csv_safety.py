@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.components.export import file_stem
+from dashboard.components.export import export_name
 from prefshap_core.cli import main
 from prefshap_core.csv_safety import neutralise, safe_file_name, to_csv_bytes
 from prefshap_core.data.feature_space import FeatureSpace
@@ -63,7 +63,8 @@ def test_download_file_names_are_reduced() -> None:
         assert name and all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
         assert not name.startswith(".")
     assert safe_file_name("-1_wins.csv") == "1_wins.csv"
-    assert all(c.isalnum() or c in "._-" for c in file_stem("waterfall", "=x/../y", "@id"))
+    name = export_name("=x/../y", "waterfall", "@id", "png")
+    assert name == "x-y-waterfall-id.png"
 
 
 def _function() -> PreferenceFunction:
