@@ -215,26 +215,6 @@ def row_categories(expl: Explanation, player: int) -> np.ndarray | None:
     return np.array([label.split(" vs ", 1)[0] for label in labels], dtype=object)
 
 
-# Okabe-Ito: colour-blind safe; levels beyond the palette are grey, as one entry.
-CATEGORY_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9",
-                    "#F0E442", "#000000")  # fmt: skip
-
-
-def category_levels(categories: np.ndarray) -> list[str]:
-    """The row's levels, most frequent first (ties by name): the first get the
-    palette's colours, so the levels that fill the row are the ones told apart."""
-    names, counts = np.unique(np.asarray(categories).astype(str), return_counts=True)
-    return [str(names[k]) for k in np.lexsort((names, -counts)).tolist()]
-
-
-def category_colours(categories: np.ndarray) -> dict[str, str]:
-    """Colour of each level of a row (grey beyond the palette's eight)."""
-    return {
-        level: CATEGORY_PALETTE[k] if k < len(CATEGORY_PALETTE) else style.NAN_GREY
-        for k, level in enumerate(category_levels(categories))
-    }
-
-
 def _category_traces(
     fig: go.Figure,
     name: str,
@@ -248,7 +228,7 @@ def _category_traces(
 ) -> int:
     """One trace per level of a categorical row (the levels beyond the palette: one grey
     trace), each a legend entry under the row's name; returns the number of entries."""
-    colours = category_colours(categories)
+    colours = style.category_colours(categories)
     coloured = [c for c in colours if colours[c] != style.NAN_GREY]
     rest = [c for c in colours if colours[c] == style.NAN_GREY]
     groups = [(c, categories == c, colours[c]) for c in coloured]

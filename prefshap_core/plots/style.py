@@ -72,6 +72,26 @@ RED_BLUE_COLORSCALE = _shap_red_blue()
 ROW_HEIGHT_PX = 34
 
 
+# Okabe-Ito: colour-blind safe; levels beyond the palette are grey, as one entry.
+CATEGORY_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9",
+                    "#F0E442", "#000000")  # fmt: skip
+
+
+def category_levels(categories: np.ndarray) -> list[str]:
+    """The row's levels, most frequent first (ties by name): the first get the
+    palette's colours, so the levels that fill the row are the ones told apart."""
+    names, counts = np.unique(np.asarray(categories).astype(str), return_counts=True)
+    return [str(names[k]) for k in np.lexsort((names, -counts)).tolist()]
+
+
+def category_colours(categories: np.ndarray) -> dict[str, str]:
+    """Colour of each level of a row (grey beyond the palette's eight)."""
+    return {
+        level: CATEGORY_PALETTE[k] if k < len(CATEGORY_PALETTE) else NAN_GREY
+        for k, level in enumerate(category_levels(categories))
+    }
+
+
 def colorscale_rgb(position: float) -> tuple[int, int, int]:
     """The red-blue colour at ``position`` in [0, 1] (linear between stops, as plotly)."""
     position = min(max(float(position), 0.0), 1.0)

@@ -137,7 +137,8 @@ def test_explain_figures_fit_and_colour_categories_at_two_widths(tmp_path: Path)
     require_browser()
     with running_app(tmp_path) as (url, _), browser_page() as page:
         page.goto(f"{url}/data")
-        page.get_by_text("Upload CSV files").click()
+        # the demo trains first (an empty cache): minutes on a loaded machine
+        page.get_by_text("Upload CSV files").click(timeout=TRAIN_WAIT_MS)
         uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
         uploads.nth(0).set_input_files(str(ROOT / "sample_data" / "items.csv"))
         uploads.nth(1).set_input_files(str(ROOT / "sample_data" / "duels.csv"))

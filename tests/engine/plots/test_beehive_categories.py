@@ -8,7 +8,8 @@ import numpy as np
 
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import beehive, style
-from prefshap_core.plots.beehive import CATEGORY_PALETTE, category_colours, row_categories
+from prefshap_core.plots.beehive import row_categories
+from prefshap_core.plots.style import CATEGORY_PALETTE, category_colours
 from tests.engine.plots.figures import make_explanation, rows_of
 
 
