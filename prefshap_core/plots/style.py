@@ -263,16 +263,14 @@ NOTE_LINE_PX = 14
 
 
 def set_title(fig: go.Figure, title: str | None, *, chars: int = TITLE_CHARS) -> None:
-    """A left-aligned title at the top of the figure, wrapped at ``chars``; the top
-    margin grows by its lines (above any notes already there)."""
+    """A left-aligned title, wrapped at ``chars``; the top margin grows by its lines
+    (above any notes already there)."""
     if title:
         text = wrap(title, chars)
-        top = (fig.layout.margin.t or 40) + LINE_PX * n_lines(text) + 22
-        fig.update_layout(
-            title={"text": text, "x": 0.0, "xanchor": "left", "y": 1.0, "yref": "container",
-                   "yanchor": "top", "pad": {"t": 12}},
-            margin={"t": top},
-        )  # fmt: skip
+        # plotly centres the title in the top margin ("y": "auto"); anchored to the top
+        # instead, a title of several lines rises above the figure by its extra lines.
+        top = (fig.layout.margin.t or 40) + LINE_PX * n_lines(text) + 28
+        fig.update_layout(title={"text": text, "x": 0.0, "xanchor": "left"}, margin={"t": top})
 
 
 def add_note(fig: go.Figure, text: str) -> None:

@@ -55,7 +55,11 @@ FIGURE_REPORT = """() => {
       const text = el.textContent.trim();
       const b = el.getBoundingClientRect();
       if (!text || b.width === 0) continue;
-      if (!inside(b, box)) clipped.push(text);
+      if (!inside(b, box)) {
+        clipped.push(`${text} [${b.left.toFixed(0)}..${b.right.toFixed(0)} x `
+            + `${b.top.toFixed(0)}..${b.bottom.toFixed(0)} in ${box.left.toFixed(0)}..`
+            + `${box.right.toFixed(0)} x ${box.top.toFixed(0)}..${box.bottom.toFixed(0)}]`);
+      }
     }
     const ticks = [...div.querySelectorAll('.ytick text, .xtick text')]
         .map((e) => e.getBoundingClientRect());
@@ -129,7 +133,7 @@ def _fixed_hyperparameters(page) -> None:
     for name in ("Refine each feature group's lengthscales", "Also fit a UPM baseline"):
         box = page.get_by_role("checkbox", name=name)
         if box.is_checked():
-            box.uncheck(force=True)
+            box.click(force=True)  # uncheck (its state changes after a rerun)
             time.sleep(1.0)
 
 
@@ -169,7 +173,7 @@ def test_explain_figures_fit_and_colour_categories_at_two_widths(tmp_path: Path)
             page.get_by_text("direction (rank correlation)").first.click()
             _settle(page)
             figures = _check_figures(page, f"items, direction, {width} px")
-            assert any(f["title"].startswith("All duels") for f in figures)
+            assert any("All duels" in f["title"] for f in figures)
             _shoot(page, f"explain-items-direction-{width}")
             page.get_by_text("mean |value| (importance)").first.click()
             _settle(page)
