@@ -162,7 +162,7 @@ def beehive(
     fig.add_vline(x=0.0, line={"color": style.AXIS_GREY, "width": 1}, layer="below")
     notes = []
     if colorbar_drawn:
-        notes.append("colour: each row's 5th-95th percentile (hover for its range), clipped")
+        notes.append("colour: each row's 5th-95th percentile, clipped (hover for its range)")
     if duels.size < expl.n_duels:
         notes.append(f"showing {duels.size:,} of {expl.n_duels:,} duels per row (random sample)")
     if notes:

@@ -258,7 +258,7 @@ def padded_range(lo: float, hi: float) -> list[float]:
     return [lo - margin, hi + margin]
 
 
-NOTE_CHARS = 56
+NOTE_CHARS = 30  # notes sit over the plot area, which in a narrow column is ~150 px
 NOTE_LINE_PX = 14
 
 

@@ -101,7 +101,7 @@ def test_context_groups_are_coloured_by_their_category() -> None:
 def test_the_colour_scale_says_where_it_is_clipped() -> None:
     expl = make_explanation(q=400, p=2, seed=7, group_player=None)
     fig = beehive(expl)
-    notes = " ".join(a.text for a in fig.layout.annotations)
+    notes = " ".join(a.text for a in fig.layout.annotations).replace("<br>", " ")
     assert "5th-95th percentile" in notes and "clipped" in notes
     (trace,) = [tr for tr in fig.data if tr.name == "f0"]
     lo, hi = np.percentile(expl.data[:, 0], [5, 95])

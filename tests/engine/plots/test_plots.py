@@ -79,7 +79,7 @@ def test_beehive_samples_the_same_duels_in_every_row_with_a_note() -> None:
         assert row["x"].size == 700
         np.testing.assert_array_equal(np.sort(row["duel"]), first)
     assert np.unique(first).size == 700
-    notes = [a.text for a in fig.layout.annotations]
+    notes = [a.text.replace("<br>", " ") for a in fig.layout.annotations]
     assert any("showing 700 of 2,500 duels per row" in t for t in notes)
     again = rows_of(beehive(expl, max_points_per_row=700, seed=5))
     np.testing.assert_array_equal(again["f0"]["duel"], rows["f0"]["duel"])
