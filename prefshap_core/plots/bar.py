@@ -77,10 +77,10 @@ def bar(
 
     n_text = f"{expl.n_duels:,} duel{'s' if expl.n_duels != 1 else ''}"
     axis_title = style.wrap(
-        f"mean(|Pref-SHAP value|) over {n_text}"
+        f"mean |Pref-SHAP value| over {n_text}"
         if kind == "mean_abs"
         else style.value_axis_title(expl, f"mean Pref-SHAP value over {n_text}"),
-        style.AXIS_TITLE_CHARS,
+        style.NARROW_AXIS_CHARS,
     )
     extra = style.LINE_PX * (style.n_lines(axis_title) - 1)
     style.apply_base_layout(fig, height=max(260, style.ROW_HEIGHT_PX * n_rows + 140) + extra)

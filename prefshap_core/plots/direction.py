@@ -126,10 +126,10 @@ def direction_bar(
     favoured = style.favoured_side(expl)
     axis_titles = [
         style.wrap(
-            f"Spearman ρ of value and {difference_words(expl)}: + more favours {favoured}"
+            f"Spearman ρ of value and {difference_words(expl)}"
             if panel is rho
-            else f"mean Pref-SHAP value by {favoured}'s category (positive favours {favoured})",
-            style.AXIS_TITLE_CHARS,
+            else f"mean Pref-SHAP value by {favoured}'s category",
+            style.NARROW_AXIS_CHARS,
         )
         for panel in panels
     ]

@@ -212,6 +212,7 @@ def apply_base_layout(fig: go.Figure, *, height: int, width: int = 820) -> go.Fi
 TITLE_CHARS = 44
 NARROW_TITLE_CHARS = 30  # figures in a dashboard's narrow column (the bar charts)
 AXIS_TITLE_CHARS = 28
+NARROW_AXIS_CHARS = 22  # the bar charts: ~200 px wide in a 1,000 px window
 CHAR_PX = 7.0  # width of one 12-13 px Arial character, on average (digits ~6.7 px)
 LINE_PX = 18
 
