@@ -116,30 +116,34 @@ def direction_bar(
     imputed: Mapping[str, float] | None = None,
 ) -> go.Figure:
     """Bars of :func:`direction_table`: the rank correlations on a fixed -1..1 axis;
-    categorical groups' level means below, on their own (Pref-SHAP value) axis."""
+    below, each categorical group's level means, on its own (Pref-SHAP value) axis."""
     table = direction_table(expl, max_display=max_display)
     if table.empty:
         return style.empty_figure("No duels to show for this selection.", title=title)
     rho = table[table["statistic"] == SPEARMAN]
     levels = table[table["statistic"] == LEVEL_MEAN]
-    panels = [p for p in (rho, levels) if len(p)]
+    # One panel for the correlations, one per categorical group (its levels as ticks:
+    # "style = aggressive" would not fit a narrow column).
+    groups = list(dict.fromkeys(levels["feature"]))
+    panels = ([rho] if len(rho) else []) + [levels[levels["feature"] == g] for g in groups]
     favoured = style.favoured_side(expl)
     axis_titles = [
         style.wrap(
             f"Spearman ρ of value and {difference_words(expl)}"
             if panel is rho
-            else f"mean Pref-SHAP value by {favoured}'s category",
+            else f"mean Pref-SHAP value by {favoured}'s "
+            f"{feature_label(str(panel['feature'].iloc[0]), imputed, html=False)}",
             style.NARROW_AXIS_CHARS,
         )
         for panel in panels
     ]
     title_px = [style.LINE_PX * style.n_lines(t) + 34 for t in axis_titles]  # ticks + title
     bars_px = style.ROW_HEIGHT_PX * len(table)
-    gap = title_px[0] + 20 if len(panels) > 1 else 0
-    plot_px = bars_px + gap  # the plot area, in which make_subplots' spacing is a share
+    gap = max(title_px[:-1], default=0) + 20
+    plot_px = bars_px + gap * (len(panels) - 1)  # make_subplots' spacing is a share of it
     fig = make_subplots(
         rows=len(panels), cols=1, row_heights=[len(p) for p in panels],
-        vertical_spacing=gap / plot_px,
+        vertical_spacing=gap / plot_px if len(panels) > 1 else 0.0,
     )  # fmt: skip
     columns = []  # printed values, drawn once the base layout has set the margins
     for r, (panel, axis_title) in enumerate(zip(panels, axis_titles, strict=True), start=1):
@@ -149,9 +153,8 @@ def direction_bar(
         ticks = (
             [feature_label(n, imputed) for n in panel["feature"]]
             if is_rho
-            else [f"{feature_label(n, imputed, html=False)} = {v}" for n, v in
-                  zip(panel["feature"], panel["level"], strict=True)]
-        )  # fmt: skip
+            else [str(v) for v in panel["level"]]
+        )
         texts = ["n/a" if not np.isfinite(v) else
                  style.format_number(v, signed=True) for v in values.tolist()]  # fmt: skip
         hover = (

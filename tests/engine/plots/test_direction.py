@@ -73,7 +73,8 @@ def test_direction_bars_show_the_table_one_bar_per_level() -> None:
     rho_bars, level_bars = fig.data
     rho = table[table["statistic"] == "spearman"]
     np.testing.assert_allclose(rho_bars.x, rho["value"])
-    assert list(level_bars.y) == [f"f1 = {v}" for v in table.loc[table["feature"] == "f1", "level"]]
+    assert list(level_bars.y) == list(table.loc[table["feature"] == "f1", "level"])
+    assert "winner's f1" in fig.layout.xaxis2.title.text.replace("<br>", " ")
     assert list(fig.layout.xaxis.range) == pytest.approx([-1.08, 1.08])  # rho's fixed axis
     assert "Spearman ρ" in fig.layout.xaxis.title.text.replace("<br>", " ")
     # printed values: a column right of each plot area, never inside it
