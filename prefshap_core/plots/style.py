@@ -270,7 +270,7 @@ def set_title(fig: go.Figure, title: str | None, *, chars: int = TITLE_CHARS) ->
         text = wrap(title, chars)
         # plotly centres the title in the top margin ("y": "auto"); anchored to the top
         # instead, a title of several lines rises above the figure by its extra lines.
-        top = (fig.layout.margin.t or 40) + LINE_PX * n_lines(text) + 28
+        top = (fig.layout.margin.t or 40) + LINE_PX * n_lines(text) + 40
         fig.update_layout(title={"text": text, "x": 0.0, "xanchor": "left"}, margin={"t": top})
 
 
