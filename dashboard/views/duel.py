@@ -19,6 +19,7 @@ from dashboard.services import views_data
 from dashboard.services.cluster import cluster_executor
 from dashboard.services.explain_requests import request
 from dashboard.services.explanation_cache import explanation_cache
+from dashboard.services.intervals import duel_g_sd, interval_caption
 from dashboard.services.training import model_description
 from prefshap_core.explain import Executor
 from prefshap_core.explain.explanation import Explanation
@@ -188,6 +189,8 @@ def render() -> None:
     c[0].metric(f"P({md(labels[seen_from])} wins)", percent(sigmoid(g)))
     c[1].metric(f"P({md(labels[other])} wins)", percent(1 - sigmoid(g)))
     c[2].metric("Preference g", f"{g:+.3f}", help="Positive favours the side it is seen from.")
+    if note := interval_caption(f"{labels[seen_from]} wins", g, duel_g_sd(model, data, duel)):
+        st.caption(md(note))
     duel_caption(
         loaded, model, duel, (labels[seen_from], labels[other]), swapped=seen_from != ids[0]
     )

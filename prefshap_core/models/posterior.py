@@ -226,3 +226,16 @@ def decision_sd_on_pool(
         )
         out[s : s + chunk] = torch.linalg.vector_norm(b @ factor, dim=1).cpu().numpy()
     return out
+
+
+# The normal quantile of a two-sided 90 % interval.
+Z90 = 1.6448536269514722
+
+
+def probability_interval(
+    g: np.ndarray | float, sd: np.ndarray | float, z: float = Z90
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of P(left wins) = sigmoid(g): ``sigmoid(g -+ z sd)`` (90 % by
+    default). The sigmoid is monotone, so g's interval maps onto P's exactly."""
+    g, sd = np.asarray(g, dtype=np.float64), np.asarray(sd, dtype=np.float64)
+    return 1.0 / (1.0 + np.exp(-(g - z * sd))), 1.0 / (1.0 + np.exp(-(g + z * sd)))
