@@ -45,6 +45,9 @@ POSTERIOR_MAX_DUELS = 20_000
 # Share of trace(Sigma) (and of the centre duels' prediction variance) the factor keeps.
 TRACE_SHARE = 0.999
 _BLOCK_DUELS = 4096
+# Fewer held-out duels than this estimate no calibration slope worth using (its se is
+# then ~0.1 or more): the posterior is kept as it is.
+MIN_CALIBRATION_DUELS = 200
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,69 @@ def with_training_posterior(
     info = {**posterior.info, "seconds": time.perf_counter() - start}
     metadata = {**fn.metadata, "posterior": info}
     return replace(fn, posterior_factor=posterior.factor, metadata=metadata)
+
+
+def calibration_slope(g: np.ndarray, sd: np.ndarray, y: np.ndarray) -> float:
+    """``a`` maximising the held-out log likelihood of ``P(y = 1) = sigmoid(a g / k)``,
+    ``k = sqrt(1 + pi sd^2 / 8)`` (the posterior's own spread folded in, MacKay's probit
+    approximation); a tie is half a win each way. 1-D golden-section search on
+    ``log a`` in [1/4, 4]: ``a > 1`` means the fit shrinks g (too strong a penalty)."""
+    f = np.asarray(g, dtype=np.float64) / np.sqrt(1.0 + np.pi * np.asarray(sd) ** 2 / 8.0)
+    win = (1.0 + np.asarray(y, dtype=np.float64)) / 2.0
+
+    def loss(log_a: float) -> float:
+        z = np.exp(log_a) * f
+        return float(np.mean(win * np.logaddexp(0.0, -z) + (1.0 - win) * np.logaddexp(0.0, z)))
+
+    lo, hi = np.log(0.25), np.log(4.0)
+    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    for _ in range(60):
+        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        if loss(a) <= loss(b):
+            hi = b
+        else:
+            lo = a
+    return float(np.exp((lo + hi) / 2.0))
+
+
+def dispersion(g: np.ndarray, sd: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(c, a): the factor ``c >= 1`` the posterior sd is scaled by, and the held-out
+    calibration slope ``a`` it comes from (docs/method.md, "Calibration").
+
+    The Laplace posterior describes the error of g *around the penalised fit*; the fit
+    itself is shrunk (``truth ~ a g``), an error the posterior does not contain. On
+    held-out duels the error of g is then ``(a - 1) g + e``, ``e`` the posterior's, so
+    its mean square is ``sd^2 + (a - 1)^2 g^2``; ``c^2`` matches the posterior's mean
+    variance to it: ``c^2 = mean(sd^2 + (a - 1)^2 g^2) / mean(sd^2)``. One outcome per
+    duel identifies only this systematic part (the slope), so ``c`` never narrows.
+    """
+    g, sd = np.asarray(g, dtype=np.float64), np.asarray(sd, dtype=np.float64)
+    a = calibration_slope(g, sd, y)
+    variance = float(np.mean(sd**2))
+    if not variance > 0:
+        return 1.0, a
+    return float(np.sqrt(np.mean(sd**2 + (a - 1.0) ** 2 * g**2) / variance)), a
+
+
+def with_holdout_dispersion(
+    fn: PreferenceFunction, data: DuelData, holdout: np.ndarray, compute: Compute
+) -> PreferenceFunction:
+    """``fn`` with its posterior factor scaled by :func:`dispersion` on ``holdout`` duels
+    (duels the final fit did not see); ``metadata["posterior"]`` records ``c`` and ``a``."""
+    if fn.posterior_factor is None or len(holdout) < MIN_CALIBRATION_DUELS:
+        return fn
+    holdout = np.asarray(holdout)
+    ctx_pool = ctx_index = None
+    if fn.kind == "cgpm":
+        ctx_pool, ctx_index = data.contexts, data.context_index[holdout]
+    duels = (data.items, data.left[holdout], data.right[holdout], ctx_pool, ctx_index)
+    g = fn.decision_on_pool(*duels, compute=compute)
+    sd = fn.decision_sd_on_pool(*duels, compute=compute)
+    c, a = dispersion(g, sd, data.y[holdout])
+    info = {**fn.metadata.get("posterior", {}), "dispersion": c, "calibration_slope": a,
+            "calibration_duels": len(holdout)}  # fmt: skip
+    return replace(fn, posterior_factor=fn.posterior_factor * c,
+                   metadata={**fn.metadata, "posterior": info})  # fmt: skip
 
 
 def decision_sd_on_pool(
