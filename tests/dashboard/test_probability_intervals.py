@@ -53,3 +53,16 @@ def test_head_to_head_and_duel_show_the_interval_around_the_probability():
     lo_d, hi_d = _interval(at)
     p = next(m for m in at.metric if m.label.startswith("P(")).value
     assert lo_d <= float(p.removesuffix(" %")) <= hi_d
+
+
+@pytest.mark.slow
+def test_rankings_show_sd_and_a_rank_interval_around_each_rank():
+    at = goto(new_app(), "rankings")
+    assert_clean(at)
+    table = at.dataframe[0].value
+    bounds = table["90 % rank interval"].str.split("–", expand=True).astype(int)
+    assert (bounds[0] <= table["rank"]).all() and (table["rank"] <= bounds[1]).all()
+    assert table["± sd"].str.endswith(" pp").all()
+    assert "UPM utility f(x) ± sd" in table.columns
+    assert (table["UPM utility f(x) ± sd"] > 0).all()
+    assert "posterior draws" in texts(at)
