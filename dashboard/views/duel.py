@@ -24,7 +24,7 @@ from dashboard.services.training import model_description
 from prefshap_core.explain import Executor
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import explanation_to_csv, waterfall
-from prefshap_core.plots.waterfall import sigmoid
+from prefshap_core.plots.waterfall import error_bar_note, sigmoid
 
 
 def _pick_duel(
@@ -122,8 +122,9 @@ def _explained(
     """The duel's explanation: cut from an earlier one if possible (e.g. a player's
     losses, so opening a duel from the Players page costs nothing), else computed."""
     req = request(
-        loaded, model, np.array([duel]), what, cap=None, precision=precision, executor=executor
-    )
+        loaded, model, np.array([duel]), what, cap=None, precision=precision, executor=executor,
+        uncertainty=True,  # one duel: its error bars include the model's posterior sd
+    )  # fmt: skip
     found = explanation_cache().find_duel(req)
     return found if found is not None else fetch(req, page=pages.DUEL.url_path)
 
@@ -212,11 +213,10 @@ def render() -> None:
         fig, stem, expl=items_view, key="duel:waterfall",
         provenance=provenance(loaded.title, model_description(model), 1),
     )  # fmt: skip
-    if items.meta.get("shapley") == "sampled":
-        st.caption(
-            f"Sampled values ({items.meta.get('n_coalitions', 0):,} coalitions): the error "
-            "bars are their standard errors."
-        )
+    sampled = items.meta.get("shapley") == "sampled"
+    if sampled or items.sd is not None:
+        st.caption(md(error_bar_note(sampled, items.sd is not None,
+                                     int(items.meta.get("n_coalitions", 0)))))  # fmt: skip
     if ctx_view is not None:
         table_download(
             explanation_to_csv(ctx_view),
