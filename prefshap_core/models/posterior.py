@@ -20,6 +20,10 @@ trace(Sigma) until both 99.9 % of trace(Sigma) and 99.9 % of the summed variance
 over the centre duels are kept (the first is the file contract, the second guards
 the predictions); dropped columns only remove a positive semi-definite part.
 
+:func:`with_holdout_dispersion` then scales the factor by ``c >= 1`` from the
+validation duels' calibration slope (docs/method.md, "Calibration"): the Laplace
+posterior covers the penalised fit, whose shrinkage it does not contain.
+
 Above ``POSTERIOR_MAX_DUELS`` training duels the data term uses a seeded subsample
 ``S`` scaled by ``n / |S|`` (an unbiased estimate of ``K_nM^T W K_nM``): its cost is
 ``|S| M^2``, which keeps the posterior within 15 % of the training time.

@@ -36,7 +36,7 @@ def test_error_bars_combine_se_and_sd_and_say_which_is_which():
 def test_the_collapsed_rest_bounds_its_sd_by_the_sum():
     expl = make_explanation(q=2, p=5, seed=3, group_player=None)
     sd = np.full((2, 5), 0.02)
-    values, errors, hover = _bars(waterfall(replace(expl, sd=sd), index=0, max_display=2))
+    _, errors, hover = _bars(waterfall(replace(expl, sd=sd), index=0, max_display=2))
     rest = [k for k, h in enumerate(hover) if "other features" in h]
     n_rest = int(hover[rest[0]].split(" other features")[0])
     assert len(rest) == 1 and n_rest >= 2 and np.isclose(errors[rest[0]], 0.02 * n_rest)
