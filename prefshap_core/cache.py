@@ -80,6 +80,9 @@ _ARRAY_FIELDS = (
     "right_labels",
     "data_labels",
     "context_values",
+    "sd",  # posterior sds (uncertainty explanations only; absent: None)
+    "output_sd",
+    "base_value_sd",
 )
 _TEXT_FIELDS = {"duel_ids", "left_ids", "right_ids", "left_labels", "right_labels", "data_labels"}
 

@@ -80,8 +80,11 @@ class ExplainRequest:
         return (self.loaded.fingerprint, self.model.settings_fp, self.options.key())
 
 
-def _options(what: str, precision: state.Precision, executor: Executor | None) -> ExplainOptions:
-    return ExplainOptions(what=what, shapley=precision.shapley, executor=executor)  # type: ignore[arg-type]
+def _options(
+    what: str, precision: state.Precision, executor: Executor | None, uncertainty: bool = False
+) -> ExplainOptions:
+    return ExplainOptions(what=what, shapley=precision.shapley, executor=executor,  # type: ignore[arg-type]
+                          uncertainty=uncertainty)  # fmt: skip
 
 
 def request(
@@ -94,11 +97,14 @@ def request(
     executor: Executor | None,
     cap: int | None = DEFAULT_EXPLAIN_CAP,
     seed: int = 0,
+    uncertainty: bool = False,
 ) -> ExplainRequest:
-    """Explain the dataset's ``duels``, capped to a seeded random sample of ``cap``."""
+    """Explain the dataset's ``duels``, capped to a seeded random sample of ``cap``
+    (``uncertainty``: with the posterior sds, for a model that has a posterior)."""
     n_available = len(np.unique(duels))
     duels = sample_duels(duels, cap, seed)
-    options = _options(what, precision, executor)
+    uncertainty = uncertainty and model.function.posterior_factor is not None
+    options = _options(what, precision, executor, uncertainty)
     dtype = model.settings.dtype
     key = explanation_key(
         loaded.fingerprint, model.settings_fp, duels, options, dtype, cap_seed=seed

@@ -25,11 +25,12 @@ from dashboard.services import views_data
 from dashboard.services.cluster import cluster_executor
 from dashboard.services.explain_requests import request
 from dashboard.services.explanation_cache import explanation_cache
+from dashboard.services.intervals import duel_g_sd, interval_caption
 from dashboard.services.training import model_description
 from prefshap_core.explain import Executor
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.plots import explanation_to_csv, waterfall
-from prefshap_core.plots.waterfall import sigmoid
+from prefshap_core.plots.waterfall import error_bar_note, sigmoid
 
 
 def _pick_duel(
@@ -127,8 +128,9 @@ def _explained(
     """The duel's explanation: cut from an earlier one if possible (e.g. a player's
     losses, so opening a duel from the Players page costs nothing), else computed."""
     req = request(
-        loaded, model, np.array([duel]), what, cap=None, precision=precision, executor=executor
-    )
+        loaded, model, np.array([duel]), what, cap=None, precision=precision, executor=executor,
+        uncertainty=True,  # one duel: its error bars include the model's posterior sd
+    )  # fmt: skip
     found = explanation_cache().find_duel(req)
     return found if found is not None else fetch(req, page=pages.DUEL.url_path)
 
@@ -194,6 +196,8 @@ def render() -> None:
     c[0].metric(f"P({md(labels[seen_from])} wins)", percent(sigmoid(g)))
     c[1].metric(f"P({md(labels[other])} wins)", percent(1 - sigmoid(g)))
     c[2].metric("Preference g", f"{g:+.3f}", help="Positive favours the side it is seen from.")
+    if note := interval_caption(f"{labels[seen_from]} wins", g, duel_g_sd(model, data, duel)):
+        st.caption(md(note))
     duel_caption(
         loaded, model, duel, (labels[seen_from], labels[other]), swapped=seen_from != ids[0]
     )
@@ -214,11 +218,10 @@ def render() -> None:
         fig, stem, expl=items_view, key="duel:waterfall",
         provenance=provenance(loaded.title, model_description(model), 1),
     )  # fmt: skip
-    if items.meta.get("shapley") == "sampled":
-        st.caption(
-            f"Sampled values ({items.meta.get('n_coalitions', 0):,} coalitions): the error "
-            "bars are their standard errors."
-        )
+    sampled = items.meta.get("shapley") == "sampled"
+    if sampled or items.sd is not None:
+        st.caption(md(error_bar_note(sampled, items.sd is not None,
+                                     int(items.meta.get("n_coalitions", 0)))))  # fmt: skip
     if ctx_view is not None:
         table_download(
             explanation_to_csv(ctx_view),

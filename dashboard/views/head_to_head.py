@@ -20,6 +20,7 @@ from dashboard.components.text import md
 from dashboard.services import views_data
 from dashboard.services.cluster import cluster_executor
 from dashboard.services.explain_requests import inline_request
+from dashboard.services.intervals import interval_caption, pair_g_sd
 from dashboard.services.pair_explanations import explain_pair
 from dashboard.services.training import model_description
 from prefshap_core.errors import PrefShapError
@@ -135,6 +136,9 @@ def render() -> None:
     c[1].metric(f"P({md(names[b])} beats {md(names[a])})", percent(1 - pref.p_average))
     c[2].metric("Past meetings", f"{met.wins_a} – {met.wins_b}",
                 help=f"Wins of {md(names[a])} – wins of {md(names[b])} in the data.")  # fmt: skip
+    beats = f"{names[a]}{hyp} beats {names[b]}"
+    if note := interval_caption(beats, pref.g_average, pair_g_sd(model, x_a, x_b)):
+        st.caption(md(note))
     if not pref.by_context.empty:
         table = pref.by_context.assign(
             context=pref.by_context["group"] + " = " + pref.by_context["value"],

@@ -19,6 +19,23 @@ from prefshap_core.csv_safety import to_csv_bytes
 MIX = "the observed context mix"
 
 
+RANK_INTERVAL = "90 % rank interval"
+
+
+def _with_intervals(display, shown, column: str, score_name: str):
+    """The posterior columns beside their numbers: the strength's sd and 90 % rank
+    interval (posterior draws; the observed mix only), the score's sd (exact)."""
+    at = list(display.columns).index("mean P(win) vs pool") + 1
+    if "p_mean_sd" in shown.columns and column == "p_mean":
+        interval = shown["rank_low"].astype(str) + "–" + shown["rank_high"].astype(str)
+        display.insert(at, RANK_INTERVAL, interval.to_numpy())
+        display.insert(at, "± sd", (100 * shown["p_mean_sd"]).map("{:.1f} pp".format).to_numpy())
+    if "score_sd" in shown.columns:
+        where = list(display.columns).index(score_name) + 1
+        display.insert(where, f"{score_name} ± sd", shown["score_sd"].to_numpy())
+    return display
+
+
 def render() -> None:
     st.title("Rankings")
     ready = require_model()
@@ -65,11 +82,20 @@ def render() -> None:
     display = display.assign(**{column: display[column].map(percent)}).rename(
         columns={column: "mean P(win) vs pool", "score": ranked.score_name}
     )
+    display = _with_intervals(display, shown, column, ranked.score_name)
     event = st.dataframe(
         display, hide_index=True, width="stretch", on_select="rerun",
         selection_mode="single-row", key=f"rankings:table:{loaded.fingerprint}:{column}",
-        column_config={ranked.score_name: st.column_config.NumberColumn(format="%.3f")},
+        column_config={ranked.score_name: st.column_config.NumberColumn(format="%.3f"),
+                       f"{ranked.score_name} ± sd": st.column_config.NumberColumn(
+                           format="%.3f")},
     )  # fmt: skip
+    if "p_mean_sd" in table.columns:
+        st.caption(
+            f"± sd and the {RANK_INTERVAL} (5 % to 95 % of the ranks over "
+            "posterior draws of the model) say how far the duels pin each item's place "
+            "down; they are for the observed context mix."
+        )
     table_download(
         to_csv_bytes(shown),
         export_name(loaded.data.name, "rankings", f"{model.kind} {column}", "csv"),

@@ -69,31 +69,84 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
     return TrainSettings(**values)
 
 
-def _specr_sentence(specr: float, auc: float, upm_auc: float | None) -> str:
-    """What the rankability of the training duels means here, in one sentence."""
-    if upm_auc is None:
-        gap = ""
-    elif auc >= upm_auc:
-        gap = f" (here ROC AUC {auc:.2f} against UPM's {upm_auc:.2f})"
-    else:
-        gap = (
-            f"; here UPM does better ({upm_auc:.2f} against {auc:.2f}): try more centres or "
-            "other hyperparameters"
-        )
+# AUC differences below this are not a difference: the test split's sampling error
+# (a few hundred duels) is larger.
+SAME_AUC = 0.01
+# Fewer training duels per item than this is a sparse comparison graph: SpecR is then
+# low because few items meet twice, not because of cycles.
+SPARSE_DUELS_PER_ITEM = 10.0
+
+
+def _specr_sentence(
+    specr: float,
+    auc: float,
+    upm_auc: float | None,
+    *,
+    kind: str = "GPM",
+    duels_per_item: float | None = None,
+) -> str:
+    """What the rankability of the training duels means here, in one or two sentences.
+
+    Honest on purpose: never advises more centres when the UPM is as good (then one
+    score per item is the answer); a C-GPM's gain over the UPM is said to be possibly
+    the context's; a low SpecR on a sparse comparison graph is said to be the graph's.
+    """
+    sparse = duels_per_item is not None and duels_per_item < SPARSE_DUELS_PER_ITEM
     if specr >= 0.6:
-        return (
+        reading = (
             f"SpecR {specr:.2f} is high: these duels line up into nearly one ranking, so "
-            f"a single score per item (UPM) should explain most outcomes{gap}."
+            "a single score per item (UPM) should explain most outcomes."
         )
-    if specr >= 0.3:
-        return (
-            f"SpecR {specr:.2f} is moderate: a ranking explains part of these duels, but who "
-            f"meets whom matters too, which a GPM can learn and a UPM cannot{gap}."
+    elif sparse:
+        reading = (
+            f"SpecR {specr:.2f} is low, but each item took part in only "
+            f"{duels_per_item:.1f} training duels on average: on so sparse a comparison "
+            "graph SpecR is low whether or not there are cycles, so it says little here; "
+            "compare the models instead."
         )
-    return (
-        f"SpecR {specr:.2f} is low: these duels do not line up into one ranking (cycles, "
-        f"matchup effects), which is where a GPM can beat a utility model{gap}."
-    )
+    elif specr >= 0.3:
+        reading = (
+            f"SpecR {specr:.2f} is moderate: a ranking explains part of these duels; who "
+            "meets whom may matter too, which a GPM can learn and a UPM cannot."
+        )
+    else:
+        reading = (
+            f"SpecR {specr:.2f} is low: these duels do not line up into one ranking "
+            "(cycles or matchup effects would do that; the Intransitivity page shows "
+            "whether the model finds cycles that are more than noise)."
+        )
+    if upm_auc is None:
+        return reading
+    if kind == "UPM":
+        return reading
+    if auc < upm_auc - SAME_AUC:
+        verdict = (
+            f"The UPM does better here (ROC AUC {upm_auc:.2f} against {auc:.2f}): one "
+            "score per item explains these duels; prefer the UPM."
+        )
+    elif auc <= upm_auc + SAME_AUC:
+        verdict = (
+            f"The UPM does as well here (ROC AUC {upm_auc:.2f} against {auc:.2f}): one "
+            f"score per item explains these duels; the {kind} adds nothing the data show."
+        )
+    elif kind == "C-GPM":
+        verdict = (
+            f"The C-GPM beats the UPM (ROC AUC {auc:.2f} against {upm_auc:.2f}); it also "
+            "sees the context, which the UPM does not, so the gain may be the context's "
+            "rather than matchups or cycles."
+        )
+    else:
+        verdict = (
+            f"The {kind} beats the UPM (ROC AUC {auc:.2f} against {upm_auc:.2f}): who "
+            "meets whom matters beyond one score per item."
+        )
+    return f"{reading} {verdict}"
+
+
+def _summary_facts(loaded: state.LoadedData, model: state.TrainedModel, kind: str) -> dict:
+    """The model's name and the comparison graph's density for :func:`_specr_sentence`."""
+    n_items = max(loaded.data.n_items, 1)
+    return {"kind": kind, "duels_per_item": 2 * len(model.split.train) / n_items}
 
 
 def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
@@ -121,6 +174,7 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
             result.rankability,
             test["roc_auc"],
             None if upm is None else upm["roc_auc"],
+            **_summary_facts(loaded, model, kind),
         )
     )
     if result.rankability_items < loaded.data.n_items:

@@ -19,6 +19,7 @@ import pandas as pd
 from prefshap_core.analysis.bradley_terry import bradley_terry
 from prefshap_core.analysis.contexts import context_slices
 from prefshap_core.analysis.pairwise import preference_matrices, utility, win_probability
+from prefshap_core.analysis.ranking_uncertainty import rank_intervals, utility_sd
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -30,7 +31,9 @@ BT_SCORE = "Bradley-Terry score"
 
 @dataclass(frozen=True)
 class Rankings:
-    table: pd.DataFrame  # rank, item_id, item, p_mean, p_mean[<slice>]..., record, score
+    # rank, item_id, item, p_mean, p_mean[<slice>]..., record, score; with a posterior
+    # also p_mean_sd, rank_low, rank_high (the mix's) and score_sd (a UPM score's)
+    table: pd.DataFrame
     context_columns: tuple[str, ...]  # the per-context probability columns, in order
     score_name: str  # UPM_SCORE or BT_SCORE
     n_opponents: int  # opponents each item's mean is over
@@ -54,8 +57,13 @@ def rankings(
     max_opponents: int = MAX_OPPONENTS,
     seed: int = 0,
     compute: Compute | None = None,
+    uncertainty: bool = True,
 ) -> Rankings:
-    """The ranking table of ``data``'s items under ``fn`` (trained on ``data``)."""
+    """The ranking table of ``data``'s items under ``fn`` (trained on ``data``).
+
+    With a posterior (and ``uncertainty``): ``p_mean_sd`` and the 90 % rank interval
+    ``rank_low``..``rank_high`` from posterior draws, and ``score_sd`` beside a UPM
+    score (:mod:`ranking_uncertainty`)."""
     n = len(fn.items)
     sampled = n > max_opponents
     opponents = (
@@ -82,6 +90,10 @@ def rankings(
         column = f"p_mean[{piece.label}]"
         table[column] = mean_win_probability(g, self_mask)
         context_columns.append(column)
+    if fn.posterior_factor is not None and uncertainty:
+        drawn = rank_intervals(fn, opponents, self_mask, seed=seed, compute=compute)
+        table["p_mean_sd"] = drawn.strength_sd
+        table["rank_low"], table["rank_high"] = drawn.rank_low, drawn.rank_high
     wins, losses = _record(data)
     table["duels"] = (wins + losses)[rows]
     table["wins"] = wins[rows]
@@ -91,6 +103,10 @@ def rankings(
         f = utility(score_source, score_source.items, compute)
         by_id = dict(zip(np.asarray(score_source.item_ids).astype(str), f - f.mean(), strict=True))
         table["score"] = [by_id.get(i, np.nan) for i in table["item_id"]]
+        if score_source.posterior_factor is not None:
+            sd = utility_sd(score_source, score_source.items, compute)
+            sd_by_id = dict(zip(np.asarray(score_source.item_ids).astype(str), sd, strict=True))
+            table["score_sd"] = [sd_by_id.get(i, np.nan) for i in table["item_id"]]
         score_name = UPM_SCORE
     else:
         fit = bradley_terry(data.winners(), data.losers(), data.n_items)

@@ -18,11 +18,15 @@ one column per categorical context group holding its category (e.g. ``surface`` 
 OUT.csv: one row per input duel, in input order: ``left,right``, then ``duel_id`` and
 ``winner`` when DUELS.csv has them (as given), ``output,base_value``, one column per
 player (group name), then for sampled runs ``se:<player>`` (standard errors of the
-sampled values); values left-vs-right (positive favours left). ``--uncertainty``
-(exact items or context): ``output_sd`` after ``base_value`` (and ``base_value_sd``
-for context), and one ``sd:<player>`` column per value column after any ``se:``
-columns: posterior standard deviations from the model file's ``posterior_factor``;
-``--what sides`` and ``interactions`` likewise (``sd:left:<g>``, ``sd:<a>*<b>``).
+sampled values); values left-vs-right (positive favours left). ``--uncertainty``:
+``output_sd`` after ``base_value`` (and ``base_value_sd`` for context), and one
+``sd:<player>`` column per value column after any ``se:`` columns: posterior
+standard deviations from the model file's ``posterior_factor`` (model uncertainty).
+The two are different errors: ``se:`` is the sampling error of a sampled value
+(which coalitions were drawn), ``sd:`` the model's (which coefficients the duels
+allow), of the sampled estimate itself for sampled runs; independent, so a sampled
+value's total error is ``sqrt(se^2 + sd^2)``. ``--what sides`` and ``interactions``
+likewise (``sd:left:<g>``, ``sd:<a>*<b>``).
 
 ``--what sides``: each side's item groups are separate players, columns
 ``left:<group>`` for every group, then ``right:<group>`` (and ``se:left:<group>``,
@@ -109,7 +113,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--uncertainty",
         action="store_true",
         help="also the posterior sd of the output and of every value (output_sd, "
-        "sd:<player>; needs a model file with a posterior and exact values)",
+        "sd:<player>: model uncertainty, beside the sampling se:<player> of sampled "
+        "values; needs a model file with a posterior)",
     )
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -285,8 +290,6 @@ def _explanation(
 
 def _check_uncertainty(args: argparse.Namespace, fn: PreferenceFunction) -> None:
     """--uncertainty's conditions, checked before any work."""
-    if args.samples is not None:
-        raise ValueError("--uncertainty needs exact values: drop --samples")
     if fn.posterior_factor is None:
         loss = fn.metadata.get("loss")
         why = " (squared-loss models have none)" if loss == "squared" else ""

@@ -25,6 +25,8 @@ from prefshap_core.compute import Compute
 from prefshap_core.explain.games.base import DuelBatch
 from prefshap_core.explain.shapley.coalitions import bits_from_masks, masks_from_bits
 from prefshap_core.explain.shapley.exact import exact_shapley_matrix
+from prefshap_core.explain.shapley.sampled import SampledShapley
+from prefshap_core.explain.shapley.stratified import SampledCoalitions
 from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.kernels.rows import unique_rows
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -85,6 +87,37 @@ def exact_value_sd(
         sd[rows] = torch.linalg.vector_norm(phi_f, dim=2).T.cpu().numpy()
     empty, full = brackets.boundary(np.arange(n_duels))
     return ValueSD(sd, _norm(full @ factor), _norm(empty @ factor))
+
+
+def sampled_shapley_map(coalitions: SampledCoalitions) -> tuple[np.ndarray, np.ndarray]:
+    """(masks, linear map) of sampled Shapley values as :func:`exact_value_sd` takes them.
+
+    The sampled estimate is linear in the coalition values too (its kernel WLS has
+    fixed weights given the design), ``phi = L @ [v_S..., v_empty, v_full]``: ``L`` is
+    read off the estimator itself, applied to unit values. So ``||Phi F||`` is the
+    posterior sd of the *sampled* value exactly; its sampling error ``se`` is a
+    separate, independent error (``combined_sd``).
+    """
+    estimator = SampledShapley(coalitions)
+    k, p = coalitions.n_coalitions, coalitions.n_players
+    # k + 2 unit "duels": one per coalition value, then v_empty, then v_full.
+    values = np.hstack([np.eye(k), np.zeros((k, 2))])
+    v_empty, v_full = np.eye(k + 2)[k], np.eye(k + 2)[k + 1]
+    first = estimator.partial_statistics(values, np.arange(k), v_empty, v_full)
+    linear_map = estimator.solve(first, v_empty, v_full).T  # (p, k + 2)
+    masks = np.vstack([coalitions.masks, np.zeros((1, p), bool), np.ones((1, p), bool)])
+    return masks, linear_map
+
+
+def combined_sd(se: np.ndarray | None, sd: np.ndarray) -> np.ndarray:
+    """``sqrt(se^2 + sd^2)``: the sampling error of a sampled value (``se``) and the
+    model's posterior sd (``sd``) are independent (one is over the coalition draw, the
+    other over the coefficients), so their variances add. ``se`` None: exact values
+    (sd alone); an exact value's se is 0; a NaN se (unidentified design) stays NaN."""
+    sd = np.asarray(sd, dtype=np.float64)
+    if se is None:
+        return sd
+    return np.sqrt(np.asarray(se, dtype=np.float64) ** 2 + sd**2)
 
 
 def _norm(x: torch.Tensor) -> np.ndarray:

@@ -20,7 +20,13 @@ from prefshap_core.compute import Compute
 from prefshap_core.explain.games.base import DuelBatch
 from prefshap_core.explain.shapley.coalitions import bits_from_masks
 from prefshap_core.explain.shapley.exact import exact_shapley_matrix
-from prefshap_core.explain.uncertainty import BRACKETS, ValueSD, exact_value_sd
+from prefshap_core.explain.shapley.stratified import SampledCoalitions
+from prefshap_core.explain.uncertainty import (
+    BRACKETS,
+    ValueSD,
+    exact_value_sd,
+    sampled_shapley_map,
+)
 
 _FLUSH_ELEMENTS = 1 << 24  # brackets buffered before one GEMM into Phi
 
@@ -154,7 +160,7 @@ def start_tracking(explainer: Any, coalitions: Any) -> SdTracker | None:
 
     explainer.function.require_posterior()
     if not isinstance(coalitions, CoalitionSet):
-        raise ValueError("uncertainty is not yet supported for sampled values: explain exactly")
+        return None  # sampled: explanation_sds embeds the sampled coalitions again
     if explainer.options.executor is not None or explainer.options.what == "sides":
         return None  # exact_value_sd embeds the coalitions again
     tracker = SdTracker(explainer._game, explainer.compute, coalitions.n_players)
@@ -168,7 +174,11 @@ def explanation_sds(
     """The Explanation's sd fields per input duel (sds have no sign; a swapped side
     duel exchanges its sides' players)."""
     game = explainer._game
-    sd = watched or exact_value_sd(game, canon.batch, coalitions.masks, explainer.compute)
+    if isinstance(coalitions, SampledCoalitions):
+        masks, linear_map = sampled_shapley_map(coalitions)
+        sd = exact_value_sd(game, canon.batch, masks, explainer.compute, linear_map)
+    else:
+        sd = watched or exact_value_sd(game, canon.batch, coalitions.masks, explainer.compute)
     values = sd.values[canon.inverse]
     swap = getattr(game, "side_swap", None)
     if swap is not None:

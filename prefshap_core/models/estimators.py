@@ -32,7 +32,7 @@ from prefshap_core.models.hyperparameters import (
     median_lengthscales,
     scale_candidates,
 )
-from prefshap_core.models.posterior import with_training_posterior
+from prefshap_core.models.posterior import with_holdout_dispersion, with_training_posterior
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.models.search import PathFitter, cross_validate, select_on_holdout
 from prefshap_core.progress import Progress, ensure_progress
@@ -197,6 +197,8 @@ class PreferenceModel:
             self.function_ = with_training_posterior(
                 self.function_, data, train, chosen.penalty, fitter.solver, compute, self.seed
             )
+            if not use_cv:  # K-fold refits on every duel: none is held out to calibrate on
+                self.function_ = with_holdout_dispersion(self.function_, data, validation, compute)
         self.fit_seconds_ = time.perf_counter() - start
         self.function_.metadata.update(self._metadata(data))
         progress.update("Done", 1.0)

@@ -30,7 +30,7 @@ class _Step:
     label: str
     value: float
     hover: str
-    standard_error: float = 0.0  # coalition sampling (0 when exact)
+    standard_error: float = 0.0  # sqrt(se^2 + sd^2): sampling and posterior (0: neither)
 
 
 def waterfall(
@@ -79,7 +79,7 @@ def waterfall(
                 hovertext=[s.hover for s in steps],
                 hoverinfo="text",
                 showlegend=False,
-                # Sampled values: their standard errors, at the bars' ends.
+                # Sampling se and / or posterior sd (combined), at the bars' ends.
                 error_x=(
                     {"type": "data", "array": errors, "color": style.TEXT_COLOUR, "thickness": 1}
                     if np.any(errors > 0)
@@ -159,30 +159,73 @@ def _check_same_duel(items: Explanation, context: Explanation, index: int) -> No
         )
 
 
-def _steps(expl: Explanation, index: int, max_display: int) -> list[_Step]:
-    """The section's bars in path order: collapsed rest first, then by increasing |phi|."""
-    phi = expl.values[index]
+def error_bar_note(sampled: bool, with_sd: bool, n_coalitions: int = 0) -> str:
+    """What a waterfall's error bars are, in one sentence."""
+    what = f"Sampled values ({n_coalitions:,} coalitions)" if sampled else "Exact values"
+    if sampled and with_sd:
+        return (
+            f"{what}: the error bars combine their sampling standard error and the "
+            "model's posterior sd, sqrt(se² + sd²) (hover for each)."
+        )
+    if with_sd:
+        return f"{what}: the error bars are the model's posterior sd (model uncertainty)."
+    return f"{what}: the error bars are their sampling standard errors."
+
+
+def _errors(expl: Explanation, index: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(se, sd) of duel ``index``: the sampling error (None: exact) and the posterior sd
+    (None: no uncertainty asked for), per player."""
     se = None if expl.standard_errors is None else expl.standard_errors[index]
+    if se is not None and not np.any(se > 0):
+        se = None
+    sd = None if expl.sd is None else expl.sd[index]
+    return se, sd
+
+
+def _error_text(se: float | None, sd: float | None, bound: bool = False) -> str:
+    """' ± 0.1 (s.e.)', ' ± 0.1 (posterior sd)' or the combined ' ± (s.e. a, sd b)'."""
+    at_most = "at most " if bound else ""
+    if se is not None and sd is not None:
+        total = float(np.sqrt(se**2 + sd**2))
+        return (f" ± {at_most}{style.format_number(total)} (sampling s.e. "
+                f"{style.format_number(se)}, posterior sd {style.format_number(sd)})")  # fmt: skip
+    if sd is not None:
+        return f" ± {at_most}{style.format_number(sd)} (posterior sd)"
+    if se is not None:
+        return f" ± {style.format_number(se)} (s.e.)"
+    return ""
+
+
+def _steps(expl: Explanation, index: int, max_display: int) -> list[_Step]:
+    """The section's bars in path order: collapsed rest first, then by increasing |phi|.
+
+    A bar's error is sqrt(se^2 + sd^2): the sampling error of a sampled value and the
+    model's posterior sd are independent. The collapsed rest's sd is bounded by the sum
+    of its sds (the values' errors are correlated through the coefficients)."""
+    phi = expl.values[index]
+    se, sd = _errors(expl, index)
     shown, rest = style.rank_players(np.abs(phi), max_display)
     steps = []
     if rest.size:
         names = ", ".join(expl.player_names[j] for j in rest.tolist())
         value = float(phi[rest].sum())
-        se_rest = 0.0 if se is None else float(np.sqrt(np.sum(se[rest] ** 2)))
+        se_rest = None if se is None else float(np.sqrt(np.sum(se[rest] ** 2)))
+        sd_rest = None if sd is None else float(np.sum(sd[rest]))
         steps.append(
             _Step(
                 style.other_players_label(int(rest.size), summed=False),
                 value,
-                f"{rest.size} other features ({names}): {style.format_number(value, signed=True)}",
-                se_rest,
+                f"{rest.size} other features ({names}): {style.format_number(value, signed=True)}"
+                + _error_text(se_rest, sd_rest, bound=sd_rest is not None),
+                float(np.hypot(se_rest or 0.0, sd_rest or 0.0)),
             )
         )
     for j in shown.tolist()[::-1]:
         label = _player_label(expl, index, j)
-        hover = f"{label}: {style.format_number(phi[j], signed=True)}"
-        if se is not None and se[j] > 0:  # sampled coalitions: say how sure we are
-            hover += f" ± {style.format_number(se[j])} (s.e.)"
-        steps.append(_Step(label, float(phi[j]), hover, 0.0 if se is None else float(se[j])))
+        se_j = None if se is None else float(se[j])
+        sd_j = None if sd is None else float(sd[j])
+        hover = f"{label}: {style.format_number(phi[j], signed=True)}" + _error_text(se_j, sd_j)
+        steps.append(_Step(label, float(phi[j]), hover, float(np.hypot(se_j or 0.0, sd_j or 0.0))))
     return steps
 
 

@@ -85,9 +85,21 @@ def test_uncertainty_needs_a_posterior(model_files, duels_csv, tmp_path, capsys)
     assert _explain(tmp_path / "old.npz", duels_csv, tmp_path / "o.csv", "--uncertainty") == 2
     assert "retrain" in capsys.readouterr().err
     assert _explain(tmp_path / "old.npz", duels_csv, tmp_path / "o.csv") == 0  # as today
-    code = _explain(model_files["gpm"], duels_csv, tmp_path / "o.csv", "--samples", 64,
-                    "--uncertainty")  # fmt: skip
-    assert code == 2 and "needs exact values" in capsys.readouterr().err
+
+
+def test_sampled_values_get_sd_columns_after_their_se_columns(model_files, duels_csv, tmp_path):
+    out = tmp_path / "o.csv"
+    assert _explain(model_files["gpm"], duels_csv, out, "--what", "sides", "--samples", 8,
+                    "--uncertainty") == 0  # fmt: skip
+    b = pd.read_csv(out)
+    se = [c for c in b.columns if c.startswith("se:")]
+    sd = [c for c in b.columns if c.startswith("sd:")]
+    assert se and [c[3:] for c in sd] == [c[3:] for c in se]
+    assert list(b.columns).index(sd[0]) == list(b.columns).index(se[-1]) + 1
+    fn = load_model(model_files["gpm"])
+    options = ExplainOptions(what="sides", shapley="sampled:8", uncertainty=True)
+    e = Explainer(fn, options)(b["left"].to_numpy(str), b["right"].to_numpy(str))
+    np.testing.assert_allclose(b[sd], e.sd, rtol=1e-12)
 
 
 def test_side_uncertainty_columns(model_files, duels_csv, tmp_path):

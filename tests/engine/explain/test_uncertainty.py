@@ -18,7 +18,7 @@ from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain.interaction_explanation import explain_interactions
 from prefshap_core.explain.options import CGOptions
 from prefshap_core.explain.reference import random_preference_function
-from prefshap_core.explain.uncertainty import interaction_sd
+from prefshap_core.explain.uncertainty import combined_sd, interaction_sd
 
 ITEM_GROUPS = [("a", 1), ("type", 3), ("b", 1)]
 CONTEXT_GROUPS = [("indoor", 1), ("surface", 3), ("altitude", 1)]
@@ -117,11 +117,35 @@ def test_without_a_posterior_asking_for_uncertainty_says_retrain():
     assert Explainer(plain)(left, right).sd is None  # explains as before
 
 
-def test_sampled_values_are_refused_clearly():
-    fn, left, right, _ = make("gpm", 0.0)
-    options = ExplainOptions(uncertainty=True, shapley="sampled:4")
-    with pytest.raises(ValueError, match="not yet supported for sampled values"):
-        Explainer(fn, options)(left, right)
+@pytest.mark.parametrize("what, samples", [("items", 4), ("sides", 20)])
+def test_sampled_value_sds_equal_the_brute_force_reference(what, samples):
+    """A sampled value is linear in alpha too (the design is fixed by the seed): its
+    posterior sd is that of the sampled estimate, not of the exact value."""
+    fn, left, right, _ = make("gpm", 0.7, seed=4)
+    options = ExplainOptions(what=what, shapley=f"sampled:{samples}", uncertainty=True,
+                             seed=2)  # fmt: skip
+    e = Explainer(fn, options)(left, right)
+    assert e.meta["shapley"] != "exact" and np.isfinite(e.standard_errors).all()
+    m = fn.n_centres
+    parts = []
+    for j in range(m):
+        unit = np.zeros(m)
+        unit[j] = 1.0
+        plain = replace(options, uncertainty=False)
+        parts.append(Explainer(replace(fn, alpha=unit, posterior_factor=None), plain)(left, right))
+    phi = np.stack([p.values for p in parts], axis=2)
+    sigma = fn.posterior_factor @ fn.posterior_factor.T
+    assert relative(e.sd, quadratic_sd(phi, sigma)) < 1e-8
+    exact = Explainer(fn, ExplainOptions(what=what, uncertainty=True))(left, right)
+    assert relative(e.sd, exact.sd) > 1e-3  # the sampled estimate's own sd
+    np.testing.assert_allclose(e.output_sd, exact.output_sd, rtol=1e-10)
+
+
+def test_combined_sd_adds_the_variances():
+    se, sd = np.array([[0.3, 0.0, np.nan]]), np.array([[0.4, 0.2, 0.1]])
+    np.testing.assert_allclose(combined_sd(se, sd)[0, :2], [0.5, 0.2])
+    assert np.isnan(combined_sd(se, sd)[0, 2])
+    np.testing.assert_array_equal(combined_sd(None, sd), sd)
 
 
 @pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 0.7), ("upm", 0.0), ("cgpm", 0.5)])

@@ -1,0 +1,68 @@
+"""Duel and Head-to-head pages show P(A beats B) with its 90 % posterior interval."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from dashboard.services.intervals import interval_caption
+from prefshap_core.analysis.head_to_head import most_active_pair
+from prefshap_core.models.posterior import Z90, probability_interval
+from tests.dashboard.apptest import assert_clean, goto, new_app, texts
+
+
+def test_probability_interval_is_the_sigmoid_of_gs_interval():
+    g, sd = np.array([0.3, -2.0]), np.array([0.5, 0.0])
+    lo, hi = probability_interval(g, sd)
+    np.testing.assert_allclose(lo, 1 / (1 + np.exp(-(g - Z90 * sd))))
+    np.testing.assert_allclose(hi, 1 / (1 + np.exp(-(g + Z90 * sd))))
+    assert lo[1] == hi[1]
+
+
+def test_interval_caption_needs_a_sd():
+    assert interval_caption("A beats B", 0.4, None) is None
+    text = interval_caption("A beats B", 0.4, 0.5)
+    lo, hi = probability_interval(0.4, 0.5)
+    assert f"{100 * lo:.1f} % – {100 * hi:.1f} %" in text and "P(A beats B)" in text
+
+
+def _interval(at) -> tuple[float, float]:
+    found = re.search(r"90 % interval of P\(.*?\): ([\d.]+) % – ([\d.]+) %", texts(at))
+    assert found, texts(at)
+    return float(found[1]), float(found[2])
+
+
+@pytest.mark.slow
+def test_head_to_head_and_duel_show_the_interval_around_the_probability():
+    at = goto(new_app(), "head_to_head")
+    assert_clean(at)
+    loaded = at.session_state["datasets"][at.session_state["active_dataset"]]
+    fn = at.session_state["models"][loaded.fingerprint].result.function
+    data = loaded.data
+    a, b = most_active_pair(data)
+    x_a, x_b = data.items[[data.item_index(a)]], data.items[[data.item_index(b)]]
+    g = float(fn.decision(x_a, x_b)[0])
+    lo, hi = probability_interval(g, fn.decision_sd(x_a, x_b)[0])
+    shown = _interval(at)
+    assert abs(shown[0] - 100 * lo) < 0.051 and abs(shown[1] - 100 * hi) < 0.051
+    assert shown[0] < 100 / (1 + np.exp(-g)) < shown[1]
+    at = goto(at, "duel")
+    assert_clean(at)
+    lo_d, hi_d = _interval(at)
+    p = next(m for m in at.metric if m.label.startswith("P(")).value
+    assert lo_d <= float(p.removesuffix(" %")) <= hi_d
+
+
+@pytest.mark.slow
+def test_rankings_show_sd_and_a_rank_interval_around_each_rank():
+    at = goto(new_app(), "rankings")
+    assert_clean(at)
+    table = at.dataframe[0].value
+    bounds = table["90 % rank interval"].str.split("–", expand=True).astype(int)
+    assert (bounds[0] <= table["rank"]).all() and (table["rank"] <= bounds[1]).all()
+    assert table["± sd"].str.endswith(" pp").all()
+    assert "UPM utility f(x) ± sd" in table.columns
+    assert (table["UPM utility f(x) ± sd"] > 0).all()
+    assert "posterior draws" in texts(at)
