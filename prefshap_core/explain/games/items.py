@@ -38,11 +38,13 @@ from prefshap_core.explain.options import CholeskyOptions
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import checkpoint
 
-# Elements per temporary (duels x centres) in the per-duel contraction. On CPU the
-# gathered rows stay in cache when a chunk holds about 100 duels (measured: twice as
-# fast as one chunk of 1,000 duels x 774 centre rows).
+# Elements per temporary (duels x centres) in the per-duel contraction. On CPU a chunk
+# stays below torch's parallel grain (32,768 elements): the gathered rows stay in cache
+# and no op waits for a second OpenMP thread, which a loaded machine may not schedule
+# (1,000 duels x 774 centre rows: 15 ms against 43 ms in one chunk on one thread, and
+# against 190 ms on two threads at load 20).
 _CHUNK_ELEMENTS = 1 << 22
-_CPU_CHUNK_ELEMENTS = 1 << 16
+_CPU_CHUNK_ELEMENTS = 1 << 15
 # The pairwise table T = G' R (q' x q') beats per-duel dot products when
 # q'^2 is below this many times the number of duels (GEMM flops are much cheaper
 # than gathered ones).
