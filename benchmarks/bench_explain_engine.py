@@ -24,6 +24,9 @@ what else runs on the machine: the load average is printed with them. On a share
 machine run with ``OMP_WAIT_POLICY=PASSIVE`` (or ``--threads 1``): OpenMP threads
 that spin while another process holds the other core make every small tensor
 operation many times slower (measured here: 97 s instead of 24 s at load 5).
+
+The trained Pokémon model against the hardware limit (frozen flop count / GEMM rate),
+before and after a change, CLI and dashboard modes: ``bench_explain_limit.py``.
 """
 
 from __future__ import annotations
