@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from dashboard.jobs import Job
+from dashboard.jobs import SESSION_JOBS, Job
 from prefshap_core.data.duel_data import DuelData, Split
 from prefshap_core.explain.options import Shapley
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -207,6 +207,14 @@ def job(key: str) -> Job | None:
     return jobs().get(key)
 
 
+def bind_jobs() -> None:
+    """Share this session's jobs under its token (once it has one): a reload of the
+    session (a new Streamlit session adopting the token) gets the same jobs back."""
+    token = st.session_state[_RESTORE]["token"]
+    if token is not None:
+        st.session_state[_JOBS] = SESSION_JOBS.bind(token, jobs())
+
+
 # Finished jobs kept per session (their outcome is shown until then); older ones are
 # dropped so a long session does not keep every result it ever computed.
 MAX_FINISHED_JOBS = 8
@@ -216,7 +224,7 @@ def add_job(job_: Job) -> Job:
     kept = jobs()
     kept[job_.key] = job_
     finished = sorted(
-        (j for j in kept.values() if j is not job_ and j.finished and not _unpublished(j)),
+        (j for j in list(kept.values()) if j is not job_ and j.finished and not _unpublished(j)),
         key=lambda j: j.finished_at or 0.0,
     )
     for old in finished[: max(0, len(finished) - MAX_FINISHED_JOBS)]:
@@ -234,7 +242,7 @@ def drop_job(key: str) -> None:
 
 
 def running_jobs() -> list[Job]:
-    return [j for j in jobs().values() if not j.finished]
+    return [j for j in list(jobs().values()) if not j.finished]
 
 
 # -- selections ------------------------------------------------------------------------
