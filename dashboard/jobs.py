@@ -147,6 +147,7 @@ class Job:
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.collected = False  # the script has published the outcome
+        self.token: str | None = None  # the session token it belongs to (SessionJobs)
         # Heavy jobs wait for a slot of a server-wide gate (the small lane when
         # estimated under SMALL_JOB_S); queue_position > 0 while waiting. A job with
         # abandon_after_s is cancelled when no page has touched it (seen it) for that
