@@ -29,6 +29,7 @@ every run, so each run trains.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -138,6 +139,15 @@ def job_window(pid: int, timeout_s: float = 60) -> tuple[dict, float]:
         time.sleep(0.05)
 
 
+def wait_until_no_job(pid: int, timeout_s: float = 600) -> None:
+    """Until the server has had no job thread for 2 s (or ``timeout_s``)."""
+    deadline, quiet_since = time.monotonic() + timeout_s, time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < 2.0:
+        if any(name.startswith(JOB_THREAD) for name, _ in thread_cpu(pid).values()):
+            quiet_since = time.monotonic()
+        time.sleep(0.1)
+
+
 def cli_train(model: str, centres: int | None, out: Path) -> tuple[float, float]:
     """(process wall seconds, the training seconds it reports)."""
     command = [sys.executable, "-m", "prefshap_core.cli", "train", "--items",
@@ -190,19 +200,37 @@ def dashboard_runs(args: argparse.Namespace) -> None:
                 box.fill(str(args.centres))
                 box.press("Enter")
                 time.sleep(2.0)
+            wait_until_no_job(proc.pid)  # the demo's explanations, started on the first page
             models = cache / "models"
             bar = page.locator('[data-testid="stProgress"]')
             for run in range(args.runs):
                 shutil.rmtree(models, ignore_errors=True)  # every run trains
                 time.sleep(1.0)
-                started = time.perf_counter()
-                page.get_by_role("button", name="Train", exact=True).click()
+                for _ in range(3):  # a click during a rerun can be dropped: click again
+                    started = time.perf_counter()
+                    page.get_by_role("button", name="Train", exact=True).click()
+                    with contextlib.suppress(Exception):
+                        bar.first.wait_for(timeout=20_000)
+                        break
                 before, t0 = job_window(proc.pid)
-                last = before, t0
-                while any(n.startswith(JOB_THREAD) for n, _ in last[0].values()):
-                    time.sleep(0.1)
-                    last = thread_cpu(proc.pid), time.perf_counter()
-                page.get_by_text("ROC AUC (test)").first.wait_for()
+                last = now = before, t0
+                stages: list[str] = []  # what the progress bar said (queued? which stage?)
+                while any(n.startswith(JOB_THREAD) for n, _ in now[0].values()):
+                    last = now  # the last look while the job's threads still ran
+                    time.sleep(0.2)
+                    now = thread_cpu(proc.pid), time.perf_counter()
+                    with contextlib.suppress(Exception):
+                        text = bar.first.inner_text(timeout=500).split("·")[0].strip()
+                        if text and (not stages or stages[-1] != text[:60]):
+                            stages.append(text[:60])
+                try:
+                    page.get_by_text("ROC AUC (test)").first.wait_for(timeout=120_000)
+                except Exception:
+                    shot = ROOT / "artifacts" / "bench_dashboard_failure.png"
+                    shot.parent.mkdir(exist_ok=True)
+                    page.screenshot(path=str(shot), full_page=True)
+                    print(f"no result on the page: see {shot}")
+                    raise
                 while bar.count():  # the page has drawn the result
                     time.sleep(0.05)
                 page_s.append(time.perf_counter() - started)
@@ -218,6 +246,7 @@ def dashboard_runs(args: argparse.Namespace) -> None:
                       f"{share.get('streamlit', float('nan')):.1%} of a core (busiest "
                       f"{share.get('busiest_name', '')} {share.get('busiest_other', 0):.1%}); "
                       f"{load()}", flush=True)  # fmt: skip
+                print("   progress:", " | ".join(stages[:6]), "…" if len(stages) > 6 else "")
             # Idle, after the jobs: what the server spends with the page open.
             before, t0 = thread_cpu(proc.pid), time.perf_counter()
             time.sleep(10)

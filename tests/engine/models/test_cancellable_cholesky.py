@@ -54,3 +54,27 @@ def test_a_cancel_stops_the_blocked_factorization_between_steps(monkeypatch) -> 
     with cancel_scope(lambda: steps.append(1) or False):
         cholesky_ex(_spd(600), blocked_from=100)
     assert len(steps) > 20  # a checkpoint every ~1e6 flops of 7e7: short steps
+
+
+def test_cme_systems_check_for_cancel_between_systems_and_before_each_solve() -> None:
+    from prefshap_core.explain.cme.base import CMESystem
+    from prefshap_core.explain.cme.embedding import CholeskySolver
+
+    def system(seed: int) -> CMESystem:
+        a = _spd(30, seed)
+        return CMESystem(torch.zeros(30, 2, dtype=torch.float64), a,
+                         torch.ones(30, dtype=torch.float64), 0.1,
+                         torch.ones(30, 3, dtype=torch.float64))  # fmt: skip
+
+    systems = [system(k) for k in range(4)]
+    solver = CholeskySolver(batch_equal_sizes=False)
+    solved = solver.solve(systems)
+    for s, x in zip(systems, solved, strict=True):  # still right
+        torch.testing.assert_close((s.gram + 0.1 * torch.eye(30, dtype=torch.float64)) @ x, s.rhs)
+    calls = []
+    with cancel_scope(lambda: calls.append(1) or False):
+        solver.solve(systems)
+    assert len(calls) == 2 * len(systems)  # before each system and before each solve
+    stop = lambda: calls.append(1) or len(calls) > 2 * len(systems) + 2  # noqa: E731
+    with cancel_scope(stop), pytest.raises(CancelledError):
+        solver.solve(systems)
