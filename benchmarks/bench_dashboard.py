@@ -220,9 +220,10 @@ def dashboard_runs(args: argparse.Namespace) -> None:
                     time.sleep(0.2)
                     now = thread_cpu(proc.pid), time.perf_counter()
                     with contextlib.suppress(Exception):
-                        text = bar.first.inner_text(timeout=500).split("·")[0].strip()
-                        if text and (not stages or stages[-1] != text[:60]):
-                            stages.append(text[:60])
+                        head, _, timing = bar.first.inner_text(timeout=500).partition(" — ")
+                        stage = head.rsplit(": ", 1)[-1].strip()
+                        if stage and (not stages or not stages[-1].startswith(stage)):
+                            stages.append(f"{stage} (at {timing.split('·')[-1].strip()})")
                 try:
                     page.get_by_text("ROC AUC (test)").first.wait_for(timeout=120_000)
                 except Exception:
@@ -246,7 +247,7 @@ def dashboard_runs(args: argparse.Namespace) -> None:
                       f"{share.get('streamlit', float('nan')):.1%} of a core (busiest "
                       f"{share.get('busiest_name', '')} {share.get('busiest_other', 0):.1%}); "
                       f"{load()}", flush=True)  # fmt: skip
-                print("   progress:", " | ".join(stages[:6]), "…" if len(stages) > 6 else "")
+                print("   progress:", " | ".join(stages[:12]), "…" if len(stages) > 12 else "")
             # Idle, after the jobs: what the server spends with the page open.
             before, t0 = thread_cpu(proc.pid), time.perf_counter()
             time.sleep(10)

@@ -36,7 +36,7 @@ MAX_HEAVY_JOBS_ENV = "PREFSHAP_MAX_HEAVY_JOBS"
 # told apart from the jobs' (benchmarks/bench_dashboard.py).
 JOB_THREAD_NAME = "prefshap-job"
 # A job nobody has looked at for this long belongs to a closed tab: it is cancelled.
-# Pages poll running jobs twice a second (components/progress), so 30 s is generous.
+# Pages poll running jobs every 1-3 s (components/progress), so 30 s is generous.
 ABANDON_AFTER_S = 30.0
 
 
