@@ -85,9 +85,10 @@ def main() -> None:
         layout="wide",
     )
     state.init()
+    run_guarded(sources.restore_from_url)  # a reload: this session's dataset and model
+    state.bind_jobs()  # a reload within jobs.ABANDON_AFTER_S: this session's jobs again
     for job in state.running_jobs():  # this session is still here: keep its jobs
         job.touch()
-    run_guarded(sources.restore_from_url)  # a reload: this session's dataset and model
     collect_finished_jobs()
     built = {view: view.page() for view in pages.ALL}  # this run's own st.Page objects
     page = st.navigation(list(built.values()))
@@ -97,6 +98,7 @@ def main() -> None:
     run_guarded(lambda: _sidebar(current.url_path))
     page.run()
     run_guarded(sources.remember_session)  # what a reload restores; the URL's token
+    state.bind_jobs()  # the token may be new (a first record, another dataset)
 
 
 main()

@@ -13,6 +13,8 @@ the script thread sees either the old or the new value).
 from __future__ import annotations
 
 import atexit
+import ctypes
+import ctypes.util
 import os
 import threading
 import time
@@ -29,8 +31,12 @@ JobState = Literal["running", "done", "failed", "cancelled"]
 # Every job not yet garbage-collected, so that interpreter exit can stop them first.
 _LIVE: weakref.WeakSet[Job] = weakref.WeakSet()
 MAX_HEAVY_JOBS_ENV = "PREFSHAP_MAX_HEAVY_JOBS"
+# The job threads' name in the OS (``/proc/PID/task/*/comm``, at most 15 bytes): the
+# BLAS/OpenMP workers a job thread starts inherit it, so the server's own CPU can be
+# told apart from the jobs' (benchmarks/bench_dashboard.py).
+JOB_THREAD_NAME = "prefshap-job"
 # A job nobody has looked at for this long belongs to a closed tab: it is cancelled.
-# Pages poll running jobs twice a second (components/progress), so 30 s is generous.
+# Pages poll running jobs every 1-3 s (components/progress), so 30 s is generous.
 ABANDON_AFTER_S = 30.0
 
 
@@ -89,8 +95,28 @@ def _default_capacity() -> int:
 
 
 HEAVY_JOBS = HeavyJobGate(_default_capacity())
+# Small jobs (estimated under SMALL_JOB_S, e.g. a few duels' explanation) have a lane
+# of their own, so they never wait behind a heavy training; they run next to it.
+SMALL_JOB_S = 5.0
+SMALL_JOBS = HeavyJobGate(_default_capacity())
 # Each job runs in a fresh thread: share malloc arenas so their memory is reused.
-limit_malloc_arenas(HEAVY_JOBS.capacity + 1)
+limit_malloc_arenas(HEAVY_JOBS.capacity + SMALL_JOBS.capacity + 1)
+
+
+def lane_for(estimate_s: float | None) -> HeavyJobGate:
+    """The gate a queued job waits at: the small lane below ``SMALL_JOB_S``, else heavy."""
+    if estimate_s is not None and estimate_s < SMALL_JOB_S:
+        return SMALL_JOBS
+    return HEAVY_JOBS
+
+
+def _name_this_thread(name: str) -> None:
+    """Set the calling thread's OS name (Linux ``prctl(PR_SET_NAME)``; elsewhere nothing)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        libc.prctl(15, name.encode()[:15], 0, 0, 0)  # 15: PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
 
 
 class Job:
@@ -106,6 +132,7 @@ class Job:
         heavy: bool = False,
         abandon_after_s: float | None = None,
         gate: HeavyJobGate | None = None,
+        estimate_s: float | None = None,
     ) -> None:
         self.key = key
         self.label = label  # shown next to the progress bar, e.g. "Training GPM"
@@ -120,11 +147,14 @@ class Job:
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.collected = False  # the script has published the outcome
-        # Heavy jobs wait for a slot of the server-wide gate; queue_position > 0 while
-        # waiting. A job with abandon_after_s is cancelled when no page has touched it
-        # (seen it) for that long: its session has gone.
+        self.token: str | None = None  # the session token it belongs to (SessionJobs)
+        # Heavy jobs wait for a slot of a server-wide gate (the small lane when
+        # estimated under SMALL_JOB_S); queue_position > 0 while waiting. A job with
+        # abandon_after_s is cancelled when no page has touched it (seen it) for that
+        # long: its session has gone.
         self.heavy = heavy
-        self._gate = gate if gate is not None else HEAVY_JOBS
+        self.estimate_s = estimate_s
+        self._gate = gate if gate is not None else lane_for(estimate_s)
         self.queue_position = 0
         self.abandon_after_s = abandon_after_s
         self.last_seen = time.monotonic()
@@ -187,6 +217,7 @@ class Job:
         self.update = ProgressUpdate(f"queued, {ahead} (position {position})", 0.0, 0.0, None)
 
     def _run(self) -> None:
+        _name_this_thread(JOB_THREAD_NAME)
         progress = Progress(callback=self._on_update, should_cancel=self._should_stop)
         acquired = False
         try:
@@ -215,6 +246,48 @@ class Job:
             self._work = None  # its closure holds data and models: let them go
             return_freed_memory()  # what the work freed, back to the system
             self.finished_at = time.time()
+
+
+class SessionJobs:
+    """Each session token's jobs, so that a reload of the same session finds them.
+
+    A reload is a new Streamlit session: its ``st.session_state`` starts empty. Once
+    it has adopted the token of the session it reloads (:mod:`dashboard.sessions`),
+    :meth:`bind` hands it that token's job dict: the running job shows its progress
+    again, and a finished one its result. A token not bound for ``keep_s`` (the
+    abandon window) whose jobs have all ended is forgotten; a running job is not
+    kept alive by this: it is cancelled when nobody touches it (``ABANDON_AFTER_S``).
+    """
+
+    def __init__(self, keep_s: float = ABANDON_AFTER_S) -> None:
+        self.keep_s = keep_s
+        self._lock = threading.Lock()
+        self._by_token: dict[str, tuple[dict[str, Job], float]] = {}
+
+    def bind(self, token: str, jobs: dict[str, Job]) -> dict[str, Job]:
+        """The job dict of ``token`` from now on: the one bound before (``jobs``'
+        entries added to it), or ``jobs`` itself for a token seen first."""
+        now = time.monotonic()
+        with self._lock:
+            self._forget_old(now)
+            entry = self._by_token.get(token)
+            shared = jobs if entry is None else entry[0]
+            if shared is not jobs:
+                for key, job in list(jobs.items()):
+                    shared.setdefault(key, job)
+            self._by_token[token] = (shared, now)
+            return shared
+
+    def _forget_old(self, now: float) -> None:
+        for token, (jobs, bound_at) in list(self._by_token.items()):
+            if now - bound_at > self.keep_s and all(j.finished for j in list(jobs.values())):
+                del self._by_token[token]
+
+    def __len__(self) -> int:
+        return len(self._by_token)
+
+
+SESSION_JOBS = SessionJobs()
 
 
 @atexit.register

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from dashboard.jobs import Job
+from dashboard.jobs import SESSION_JOBS, Job
 from prefshap_core.data.duel_data import DuelData, Split
 from prefshap_core.explain.options import Shapley
 from prefshap_core.models.preference_function import PreferenceFunction
@@ -31,7 +31,8 @@ PERSIST = "session"  # persist_state of widgets whose value survives page switch
 _DATASETS = "datasets"  # dict[str, LoadedData], by LoadedData.key
 _ACTIVE = "active_dataset"  # str | None, a key of _DATASETS
 _MODELS = "models"  # dict[str, TrainedModel], by data fingerprint
-_JOBS = "jobs"  # dict[str, Job], by job key
+_JOBS = "jobs"  # dict[str, Job], by job key (shared by the sessions of one token)
+_JOBS_TOKEN = "jobs_token"  # str | None: the token _JOBS is bound under (bind_jobs)
 _UPLOADS = "uploads"  # dict[str, UploadedFile]: "items" / "duels" -> the file
 _UPLOAD_ROUND = "upload_round"  # int: bumped to give the file uploaders fresh, empty keys
 _ITEM = "selected_item"  # dict[str, str]: data fingerprint -> item id
@@ -207,6 +208,28 @@ def job(key: str) -> Job | None:
     return jobs().get(key)
 
 
+def bind_jobs() -> None:
+    """Share this session's jobs under its token (once it has one): a reload of the
+    session (a new Streamlit session adopting the token) gets the same jobs back.
+
+    A session whose token changes (a link's session that then shows other data gets
+    a token of its own, see ``sources``) keeps only the jobs of its new token: the
+    link's owner never sees them, nor does the session keep the owner's.
+    """
+    ss = st.session_state
+    token = ss[_RESTORE]["token"]
+    if token is None:
+        return
+    mine = jobs()
+    if ss.get(_JOBS_TOKEN) not in (None, token):
+        mine = {key: j for key, j in list(mine.items()) if j.token in (None, token)}
+    for j in list(mine.values()):
+        if j.token is None:
+            j.token = token
+    ss[_JOBS] = SESSION_JOBS.bind(token, mine)
+    ss[_JOBS_TOKEN] = token
+
+
 # Finished jobs kept per session (their outcome is shown until then); older ones are
 # dropped so a long session does not keep every result it ever computed.
 MAX_FINISHED_JOBS = 8
@@ -216,7 +239,7 @@ def add_job(job_: Job) -> Job:
     kept = jobs()
     kept[job_.key] = job_
     finished = sorted(
-        (j for j in kept.values() if j is not job_ and j.finished and not _unpublished(j)),
+        (j for j in list(kept.values()) if j is not job_ and j.finished and not _unpublished(j)),
         key=lambda j: j.finished_at or 0.0,
     )
     for old in finished[: max(0, len(finished) - MAX_FINISHED_JOBS)]:
@@ -234,7 +257,7 @@ def drop_job(key: str) -> None:
 
 
 def running_jobs() -> list[Job]:
-    return [j for j in jobs().values() if not j.finished]
+    return [j for j in list(jobs().values()) if not j.finished]
 
 
 # -- selections ------------------------------------------------------------------------

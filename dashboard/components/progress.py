@@ -1,9 +1,9 @@
 """Progress of a background job: bar, stage, elapsed time, ETA and a Cancel button.
 
-The panel is an ``st.fragment(run_every=...)``: it redraws itself twice a second
-without rerunning the page, and when the job ends it reruns the whole app so the
-page shows the result. Pages draw it only for running jobs, so a finished job never
-triggers a rerun loop.
+The panel is an ``st.fragment(run_every=...)``: it redraws itself every second while
+the job is young and every 3 s after (see POLL_SECONDS) without rerunning the page,
+and when the job ends it reruns the whole app so the page shows the result. Pages
+draw it only for running jobs, so a finished job never triggers a rerun loop.
 """
 
 from __future__ import annotations
@@ -15,7 +15,14 @@ from dashboard.components.guard import run_guarded, show_error
 from dashboard.components.text import md
 from dashboard.jobs import Job
 
-POLL_SECONDS = 0.5
+# Each poll is a fragment rerun, and reruns slow the job's thread far beyond their
+# own CPU (~1 % of a core): on a loaded 2-core host (load ~21) a sample-data training
+# took 287 s polled every 0.5 s and 14 s polled every 3 s (the CLI: 6-14 s). So a job
+# is polled often only while it is young (a short job's result shows at once), then
+# every SLOW_POLL_SECONDS. A Cancel click reruns at once, whatever the interval.
+POLL_SECONDS = 1.0
+FAST_FOR_S = 4.0
+SLOW_POLL_SECONDS = 3.0
 
 
 def describe(job: Job) -> str:
@@ -37,16 +44,25 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-@st.fragment(run_every=POLL_SECONDS)
-def _panel(job_key: str, compact: bool) -> None:
+def _poll(job_key: str, compact: bool, *, young: bool) -> None:
     job = state.job(job_key)
     if job is None:
         return
-    job.touch()  # polled twice a second while the tab is open (jobs.ABANDON_AFTER_S)
-    if job.finished:
-        st.rerun()  # the whole app: the page now shows the result (or the failure)
+    job.touch()  # polled every few seconds while the tab is open (jobs.ABANDON_AFTER_S)
+    if job.finished or (young and job.elapsed_s >= FAST_FOR_S):
+        st.rerun()  # the whole app: the result (or the failure), or the slow panel
     # A fragment rerun does not pass through the page's guard: guard it here.
     run_guarded(lambda: _draw(job, compact))
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _young_panel(job_key: str, compact: bool) -> None:
+    _poll(job_key, compact, young=True)
+
+
+@st.fragment(run_every=SLOW_POLL_SECONDS)
+def _panel(job_key: str, compact: bool) -> None:
+    _poll(job_key, compact, young=False)
 
 
 def _draw(job: Job, compact: bool) -> None:
@@ -65,7 +81,10 @@ def _draw(job: Job, compact: bool) -> None:
 
 def job_panel(job: Job, *, compact: bool = False) -> None:
     """Live progress of a running job (call only while ``not job.finished``)."""
-    _panel(job.key, compact)
+    if job.elapsed_s < FAST_FOR_S:
+        _young_panel(job.key, compact)
+    else:
+        _panel(job.key, compact)
 
 
 def job_outcome(job: Job, *, what: str) -> bool:

@@ -10,6 +10,7 @@ from dashboard import state
 from dashboard.jobs import ABANDON_AFTER_S, Job
 from dashboard.services.explain_requests import ExplainRequest
 from dashboard.services.explanation_cache import explanation_cache
+from dashboard.services.job_estimates import explain_estimate_s
 from prefshap_core.explain.explanation import Explanation
 from prefshap_core.explain.interaction_explanation import (
     InteractionExplanation,
@@ -43,6 +44,7 @@ def explanation_or_job(
                 page=page,
                 heavy=True,
                 abandon_after_s=ABANDON_AFTER_S,
+                estimate_s=explain_estimate_s(req),  # small ones: the small-job lane
             )
         ).start()
     return None, job

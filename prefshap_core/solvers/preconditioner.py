@@ -25,6 +25,7 @@ from collections.abc import Callable
 import torch
 
 from prefshap_core.progress import checkpoint
+from prefshap_core.solvers.cholesky import cholesky_ex
 from prefshap_core.solvers.result import SolverError
 
 _MAX_JITTER_TRIES = 12
@@ -42,8 +43,8 @@ def jittered_cholesky(matrix: torch.Tensor, jitter: float) -> tuple[torch.Tensor
     j = jitter * scale
     eye = torch.eye(matrix.shape[0], dtype=matrix.dtype, device=matrix.device)
     for _ in range(_MAX_JITTER_TRIES):
-        factor, info = torch.linalg.cholesky_ex(matrix + j * eye)
-        if int(info) == 0 and bool(torch.isfinite(factor).all()):
+        factor, info = cholesky_ex(matrix + j * eye)  # cancellable when large
+        if info == 0 and bool(torch.isfinite(factor).all()):
             return factor, j
         j = max(10.0 * j, 1e-12 * scale)
     raise SolverError(f"Cholesky failed even with diagonal jitter {j:.3g}")
@@ -82,8 +83,8 @@ class FalkonPreconditioner:
                 self._t_gram = triangular_gram(self._t_lower)
             inner = self._t_gram * (scale * (1.0 if weights is None else float(weights)))
         inner.diagonal().add_(penalty)
-        factor, info = torch.linalg.cholesky_ex(inner)
-        if int(info) != 0:
+        factor, info = cholesky_ex(inner)  # cancellable when large
+        if info != 0:
             raise SolverError("the preconditioner's second Cholesky failed")
         self._a_lower = factor
 

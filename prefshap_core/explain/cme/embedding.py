@@ -42,6 +42,7 @@ from prefshap_core.explain.cme.base import (
 from prefshap_core.explain.cme.cache import FactorCache
 from prefshap_core.explain.cme.classes import CoalitionClasses, PoolBinding, Universe
 from prefshap_core.kernels.rbf import scaled_gram as kernel
+from prefshap_core.progress import checkpoint
 
 
 class CholeskySolver:
@@ -71,6 +72,7 @@ class CholeskySolver:
             groups.setdefault(key, []).append(k)
         out: dict[int, torch.Tensor] = {}
         for members in groups.values():
+            checkpoint()  # a cancel stops between systems (each up to ~1 s on a busy CPU)
             solved = self._solve_stack([systems[k] for k in members], stats)
             out.update(zip(members, solved, strict=True))
         return [out[k] for k in range(len(systems))]
@@ -90,6 +92,7 @@ class CholeskySolver:
             chol, info = torch.linalg.cholesky_ex(a)
             if bool((info != 0).any()):
                 chol = _cholesky_in_float64(a).to(a.dtype)
+        checkpoint()  # and between a system's factorization and its solve
         with maybe_timed(stats, "solve", len(systems) * 2.0 * r * r * c):
             x = torch.cholesky_solve(torch.stack([s.rhs for s in systems]), chol)
         return list(x.unbind(0))
