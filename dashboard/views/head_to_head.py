@@ -26,6 +26,7 @@ from prefshap_core.errors import PrefShapError
 from prefshap_core.plots import waterfall
 
 AVERAGE = "averaged over the observed contexts"
+AVERAGE_CHOICE = "no context: averaged over the observed contexts"
 
 
 def _pick_pair(loaded: state.LoadedData) -> tuple[str, str]:
@@ -89,21 +90,26 @@ def _what_if(loaded: state.LoadedData, a: str, b: str, names: dict[str, str]):
 
 
 def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int | None:
-    """Index of the observed context the context explanation uses (C-GPM), or None."""
+    """Index of the observed context the duel is read under (C-GPM), or None: the
+    context-averaged model (also for a model without contexts)."""
     contexts = views_data.context_choices(loaded, model)
     if contexts is None:
         return None
     labels, order = contexts.labels, contexts.order
     chosen = state.selected_context(loaded)
+    choices: list[int | None] = [*order, None]
     index = order.index(labels.index(chosen)) if chosen in labels else 0
     pick = st.selectbox(
-        "Context of the explained duel", order, index=index,
-        format_func=lambda k: labels[k], key=f"h2h:context:{loaded.fingerprint}:{chosen}",
-        help="The waterfall's context part explains the duel under this observed context.",
+        "Context of the duel", choices, index=index,
+        format_func=lambda k: AVERAGE_CHOICE if k is None else labels[k],
+        key=f"h2h:context:{loaded.fingerprint}:{chosen}",
+        help="The probabilities above and the waterfall read the duel under this observed "
+        "context; the last choice is the model averaged over the observed contexts.",
     )  # fmt: skip
-    if labels[pick] != chosen:
-        state.select_context(loaded, labels[pick])
-    return int(pick)
+    label = None if pick is None else labels[pick]
+    if label != chosen and (pick is not None or chosen in labels):
+        state.select_context(loaded, label)
+    return None if pick is None else int(pick)
 
 
 def render() -> None:
@@ -129,10 +135,17 @@ def render() -> None:
     pref = views_data.pair_probabilities(loaded, model, x_a, x_b)
     met = views_data.pair_meetings(loaded, a, b)
     hyp = " (edited)" if edited else ""
+    context_row = _context_choice(loaded, model)
+    # One probability per pair: the waterfall's own end (the chosen context, or g_bar).
+    p_a = pref.p_under(context_row)
+    choices = views_data.context_choices(loaded, model)
+    where = AVERAGE if context_row is None or choices is None else (
+        f"under {choices.labels[context_row]}")  # fmt: skip
     c = st.columns(3)
-    c[0].metric(f"P({md(names[a])}{hyp} beats {md(names[b])})", percent(pref.p_average),
-                help=f"The model's probability, {AVERAGE}.")  # fmt: skip
-    c[1].metric(f"P({md(names[b])} beats {md(names[a])})", percent(1 - pref.p_average))
+    c[0].metric(f"P({md(names[a])}{hyp} beats {md(names[b])})", percent(p_a),
+                help=f"The model's probability, {where}.")  # fmt: skip
+    c[1].metric(f"P({md(names[b])} beats {md(names[a])}{hyp})", percent(1 - p_a),
+                help=f"The model's probability, {where}.")  # fmt: skip
     c[2].metric("Past meetings", f"{met.wins_a} – {met.wins_b}",
                 help=f"Wins of {md(names[a])} – wins of {md(names[b])} in the data.")  # fmt: skip
     if not pref.by_context.empty:
@@ -149,9 +162,8 @@ def render() -> None:
         st.markdown("**Per observed context value** (other context columns averaged over "
                     "the observed contexts with that value)")  # fmt: skip
         st.dataframe(table, hide_index=True, width="stretch")
-    context_row = _context_choice(loaded, model)
     sides = _Sides(a, b, x_a, x_b, edited)
-    _explanation(loaded, model, sides, names, context_row, executor)
+    _explanation(loaded, model, sides, names, context_row, executor, where)
     st.caption(
         f"Probabilities and explanation computed in "
         f"{time.perf_counter() - started:.2f} s" + (" (after your edit)." if edited else ".")
@@ -170,7 +182,7 @@ class _Sides:
     edited: bool
 
 
-def _explanation(loaded, model, sides: _Sides, names, context_row, executor) -> None:
+def _explanation(loaded, model, sides: _Sides, names, context_row, executor, where) -> None:
     a, b = sides.a, sides.b
     c = st.columns([4, 1], vertical_alignment="bottom")
     edited = " (edited)" if sides.edited else ""
@@ -192,7 +204,7 @@ def _explanation(loaded, model, sides: _Sides, names, context_row, executor) -> 
             contexts=fn.contexts[[context_row]],
         )  # fmt: skip
         ctx = explain_pair(ctx_req, labels, ids=ids)
-    fig = waterfall(items, ctx)
+    fig = waterfall(items, ctx, probability_note=where)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="h2h:waterfall")
     figure_exports(
         fig, file_stem("head-to-head", loaded.data.name, a, b), expl=items, key="h2h:waterfall",

@@ -33,6 +33,13 @@ class PairPreference:
     def p_average(self) -> float:
         return float(win_probability(self.g_average))
 
+    def p_under(self, context_row: int | None) -> float:
+        """P(A beats B) under observed context ``context_row``: sigmoid(g(u, a, b));
+        None (or a model without contexts): sigmoid(g_bar), the context average."""
+        if context_row is None or self.g_by_context is None:
+            return self.p_average
+        return float(win_probability(self.g_by_context[context_row]))
+
 
 def pair_preference(
     fn: PreferenceFunction, x_a: np.ndarray, x_b: np.ndarray, compute: Compute | None = None

@@ -7,6 +7,7 @@ Contract (scripts call it exactly so):
         [--uncertainty] [--dtype float64|float32] [--device cpu|cuda]
         [--cme-method auto|cholesky|cg|nystrom]
         [--scheduler tcp://HOST:8786 | --workers N] [--connect-timeout SECONDS]
+        [--allow-extrapolation]
 
 DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``winner``
 (an id, or ``left``/``right``), or any other layout ``prefshap train`` reads (winner /
@@ -29,6 +30,10 @@ columns: posterior standard deviations from the model file's ``posterior_factor`
 ``se:right:<group>``). ``--what interactions`` (always exact, at most 16 item groups;
 C-GPM: the context-averaged model): one column ``<a>*<b>`` per unordered pair of item
 groups in the model's group order, the pairwise Shapley interaction index.
+
+Covariate values of alternatives outside the pool and ``--what context`` contexts
+outside the training range (the observed pool's min/max per column) are refused,
+naming column, value and range, unless ``--allow-extrapolation``.
 
 ``--scheduler`` runs the coalition batches on a running Dask cluster, ``--workers N``
 on a local cluster of N worker processes (loopback only); neither: in this process.
@@ -63,6 +68,7 @@ from prefshap_core.cli.explain_input import (
     usable_rows,
 )
 from prefshap_core.cli.explain_output import explanation_table, interaction_table
+from prefshap_core.cli.extrapolation_flag import add_extrapolation_flag, check_extrapolation
 from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.layouts.explain_rows import explain_duels
@@ -81,6 +87,7 @@ from prefshap_core.explain.interaction_explanation import (
 from prefshap_core.explain.options import CME_METHODS
 from prefshap_core.explain.scheduler_address import check_scheduler_address
 from prefshap_core.explain.uncertainty import interaction_sd
+from prefshap_core.models.extrapolation import outside_range
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -143,6 +150,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"seconds to reach --scheduler (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_extrapolation_flag(parser)
     add_mapping_flags(parser)
     parser.set_defaults(run=run)
 
@@ -208,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
     table = given.table
     skipped = 0
     outside = outside_pool_rows(given, fn, file_name)  # a wide table's unseen alternatives
+    if outside is not None:
+        check_extrapolation(fn.outside_training_range(*outside), args, "explain", file_name)
     if args.lenient and outside is None:
         table, rejected = usable_rows(table, fn, file_name)
         target = args.rejected_out or Path(args.out).with_name(
@@ -266,6 +276,10 @@ def _explanation(
         uncertainty=args.uncertainty,
     )
     contexts = read_contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
+    if contexts is not None:
+        assert fn.context_space is not None
+        problems = outside_range(fn.context_space, fn.contexts, contexts, "context")
+        check_extrapolation(problems, args, "explain", Path(args.duels).name)
     expl = Explainer(fn, options, compute=compute)(
         duels.left,
         duels.right,
