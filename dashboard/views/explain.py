@@ -227,6 +227,11 @@ def render() -> None:
             "Load Pokémon, tennis or your own CSV files on the **Data** page.",
             icon=":material/info:",
         )
+    if model.kind == "cgpm":  # "who prefers what" per context value, in one view
+        st.page_link(
+            pages.CONTEXT_EFFECTS.page(), icon=":material/tune:",
+            label="Context effects: how each context value moves every item's win probability",
+        )  # fmt: skip
     top = st.columns([3, 1, 1], vertical_alignment="bottom")
     with top[2]:
         precision = precision_control("explain")
