@@ -176,6 +176,7 @@ def parse_edits(text: str | None) -> dict[str, str]:
 def _raw_text(value: object) -> str:
     if value is None:
         return ""  # an optional category left empty
-    if isinstance(value, float):
-        return f"{value:.12g}"
+    if isinstance(value, float):  # short when it round-trips, else every digit it needs
+        text = f"{value:.15g}"
+        return text if float(text) == value else repr(value)
     return str(value)

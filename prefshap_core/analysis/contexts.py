@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prefshap_core.data.duel_data import DuelData
 from prefshap_core.data.encoding.spec import EncodingSpec
 from prefshap_core.data.feature_space import FeatureSpace
 
@@ -81,6 +82,15 @@ def _value_order(value: str) -> tuple[int, float, str]:
         return (0, float(value), "")
     except ValueError:
         return (1, 0.0, value)
+
+
+def data_context_labels(data: DuelData) -> np.ndarray | None:
+    """(p,) the data's observed contexts labelled ``"column = value, ..."`` (None
+    without contexts): what tables and captions of duels show for their context."""
+    if not data.has_context or data.context_space is None or data.contexts is None:
+        return None
+    labels = context_row_labels(data.context_space, data.contexts, data.context_encoding)
+    return np.array(labels, dtype=object)
 
 
 def context_row_labels(

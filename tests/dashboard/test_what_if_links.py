@@ -35,14 +35,16 @@ def test_an_edit_goes_into_the_url_and_a_link_reopens_it() -> None:
     box.set_value(target)
     at = settle(at)
     assert_clean(at)
-    assert at.query_params["edit_a"] == f"x0={target:.12g}"
+    linked = links.edits_param({"x0": float(target)})
+    assert at.query_params["edit_a"] == linked
+    assert float(links.parse_edits(linked)["x0"]) == target  # exactly, every digit
     assert "edit_b" not in at.query_params
     edited = next(m for m in at.metric if m.label.startswith("P("))
     second = [m for m in at.metric if m.label.startswith("P(")][1]
     assert "(edited)" in edited.label and "(edited)" in second.label  # both probabilities
 
     fresh = new_app()
-    for key, value in {"dataset": "demo", "a": a, "b": b, "edit_a": f"x0={target:.12g}"}.items():
+    for key, value in {"dataset": "demo", "a": a, "b": b, "edit_a": linked}.items():
         fresh.query_params[key] = value
     fresh = goto(fresh, "head_to_head")
     assert_clean(fresh)
