@@ -126,7 +126,11 @@ def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int 
     labels, order = contexts.labels, contexts.order
     chosen = state.selected_context(loaded)
     choices: list[int | None] = [*order, None]
-    index = order.index(labels.index(chosen)) if chosen in labels else 0
+    averaged = f"h2h:averaged:{loaded.fingerprint}"  # the last choice, kept (no label)
+    if chosen in labels:
+        index = order.index(labels.index(chosen))
+    else:
+        index = len(order) if st.session_state.get(averaged) else 0
     pick = st.selectbox(
         "Context of the duel", choices, index=index,
         format_func=lambda k: AVERAGE_CHOICE if k is None else labels[k],
@@ -134,8 +138,9 @@ def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int 
         help="The probabilities above and the waterfall read the duel under this observed "
         "context; the last choice is the model averaged over the observed contexts.",
     )  # fmt: skip
+    st.session_state[averaged] = pick is None
     label = None if pick is None else labels[pick]
-    if label != chosen and (pick is not None or chosen in labels):
+    if label != chosen:
         state.select_context(loaded, label)
     return None if pick is None else int(pick)
 

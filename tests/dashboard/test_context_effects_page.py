@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from prefshap_core.analysis.context_effects import context_effects
+from prefshap_core.analysis.head_to_head import most_active_pair, pair_preference
 from tests.dashboard.apptest import assert_clean, goto, new_app, sample_upload, settle, texts
 
 
@@ -41,3 +44,29 @@ def test_cgpm_heatmap_sentence_and_link_from_explain() -> None:
     assert "venue = indoor" in shown and "venue = outdoor" in shown
     spec = at.get("plotly_chart")[0].proto.spec
     assert '"heatmap"' in spec
+
+    # Head-to-head on the same C-GPM: one probability per pair, the waterfall's own.
+    at = goto(at, "head_to_head")
+    assert_clean(at)
+    fn = model.function
+    data = loaded.data
+    a, b = most_active_pair(data)  # the page's default pair
+    pref = pair_preference(fn, data.items[[data.item_index(a)]], data.items[[data.item_index(b)]])
+    box = next(s for s in at.selectbox if (s.key or "").startswith(f"h2h:context:{fingerprint}"))
+    row = box.value
+    assert row is not None  # the most frequent observed context first
+    metric = next(m for m in at.metric if m.label.startswith("P("))
+    under = f"{100 * pref.p_under(row):.1f} %"
+    assert metric.value == under
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert f"wins) = {under} (under venue = " in title
+    box.set_value(None)  # no context: the context-averaged model, labelled so
+    at = settle(at)
+    assert_clean(at)
+    metric = next(m for m in at.metric if m.label.startswith("P("))
+    averaged = f"{100 * pref.p_average:.1f} %"
+    assert metric.value == averaged
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert f"wins) = {averaged} (averaged over the observed contexts)" in title
+    at = settle(at)  # the choice stays (it has no context label to remember it by)
+    assert next(m for m in at.metric if m.label.startswith("P(")).value == averaged
