@@ -187,8 +187,9 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel, top: list) -> S
         "Context column", list(contexts), key=f"explain:ccol:{fp}", persist_state=state.PERSIST
     )
     value = c[1].selectbox(
-        "Value", contexts[column], key=f"explain:cval:{fp}:{column}", persist_state=state.PERSIST
-    )
+        "Value", contexts[column], key=f"explain:cval:{fp}:{column}", persist_state=state.PERSIST,
+        format_func=lambda v: f"{column} = {v}",  # a bare "good" does not say of what
+    )  # fmt: skip
     links.write(view="context", context=f"{column} = {value}")
     held_out = c[3].toggle(
         "Test duels only", value=True, key=f"explain:ctest:{fp}", persist_state=state.PERSIST,

@@ -61,8 +61,10 @@ def context_effects_heatmap(
         side="top", tickangle=-30, showline=False, ticks="",
         title_text="change in mean win probability vs the context mix (points)",
     )  # fmt: skip
-    fig.update_layout(margin={"t": 140, "l": 10, "r": 10, "b": 20})
     style.set_title(fig, title)
+    # Room above the plot for the title, the slanted value labels and the axis title
+    # (automargin grows it further when the labels are long).
+    fig.update_layout(margin={"t": 150, "l": 10, "r": 10, "b": 20})
     return fig
 
 
