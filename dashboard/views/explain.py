@@ -41,6 +41,7 @@ from prefshap_core.plots.export import interactions_to_csv
 from prefshap_core.workflow.training import SMALL_TEST
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
+DEFAULT_INTERACTION_GROUPS = 8
 VIEW_PARAM = {ALL: "all", GROUPS: "groups", CONTEXT: "context"}  # ?view= of each subset
 REST = "any other item"
 RANGE_OPS = (">", ">=", "<", "<=")
@@ -329,7 +330,8 @@ def _interaction_groups(loaded: state.LoadedData, expl: Explanation) -> tuple[st
     """A model with more than 16 item groups: the user picks at most 16 (default: the
     most important), the others staying at each duel's own values."""
     names = list(expl.player_names)
-    strongest = np.argsort(-expl.mean_abs(), kind="stable")[:MAX_INTERACTION_PLAYERS]
+    # Default: the 8 strongest (2^9 coalitions per duel: seconds); up to 16 on request.
+    strongest = np.argsort(-expl.mean_abs(), kind="stable")[:DEFAULT_INTERACTION_GROUPS]
     default = [names[k] for k in sorted(strongest.tolist())]
     chosen = st.multiselect(
         f"Item groups for interactions (2 to {MAX_INTERACTION_PLAYERS} of {len(names)})",

@@ -74,8 +74,13 @@ def _not_clipped(page, title: str) -> None:
 
 
 def _shot(page, view: str, width: int) -> None:
+    """The window, and each plot and table whole (the page scrolls inside a container,
+    so a full-page shot stops at the window)."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"analysis_{view}_{width}.png"), full_page=True)
+    shown = page.locator('.js-plotly-plot, [data-testid="stDataFrame"], [data-testid="stMetric"]')
+    for k in range(min(shown.count(), 6)):
+        shown.nth(k).screenshot(path=str(ARTIFACTS / f"analysis_{view}_{width}_part{k}.png"))
 
 
 def _query(page) -> dict[str, str]:
