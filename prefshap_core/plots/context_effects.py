@@ -47,7 +47,10 @@ def context_effects_heatmap(
             textfont={"size": 11},
             hovertext=hover,
             hoverinfo="text",
-            colorbar={"title": {"text": "points", "side": "right"}, "thickness": 12},
+            colorbar={
+                "title": {"text": "change in mean<br>P(win), points", "side": "top"},
+                "thickness": 12,
+            },
             xgap=1,
             ygap=1,
         )
@@ -57,14 +60,13 @@ def context_effects_heatmap(
     fig.update_yaxes(
         autorange="reversed", tickmode="array", tickvals=list(range(len(rows))), ticktext=names
     )
-    fig.update_xaxes(
-        side="top", tickangle=-30, showline=False, ticks="",
-        title_text="change in mean win probability vs the context mix (points)",
-    )  # fmt: skip
+    # The values on top, under the title: no axis title there to collide with it (the
+    # colour bar says what the numbers are).
+    fig.update_xaxes(side="top", tickangle=-30, showline=False, ticks="")
     style.set_title(fig, title)
     # Room above the plot for the title, the slanted value labels and the axis title
     # (automargin grows it further when the labels are long).
-    fig.update_layout(margin={"t": 150, "l": 10, "r": 10, "b": 20})
+    fig.update_layout(margin={"t": 120, "l": 10, "r": 10, "b": 20})
     return fig
 
 

@@ -159,8 +159,10 @@ def test_cgpm_analyst_views_at_two_widths(tmp_path: Path) -> None:
 
             # The same pair averaged over the contexts: both say so, with one number.
             page.get_by_role("combobox", name="Context of the duel").click()
-            page.get_by_role("option", name=re.compile("^no context: averaged")).click()
-            page.get_by_text("(averaged over the observed contexts)").first.wait_for()
+            option = page.get_by_role("option", name=re.compile("^no context: averaged"))
+            option.wait_for()
+            option.click()
+            wait_for_plot(page, "(averaged over the observed contexts)", webgl=False)
             wait_until_idle(page)
             _, averaged = _metric(page, "P(")
             title = page.evaluate(TITLE_TEXT, "wins) = ")
