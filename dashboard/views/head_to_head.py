@@ -126,15 +126,18 @@ def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int 
     labels, order = contexts.labels, contexts.order
     chosen = state.selected_context(loaded)
     choices: list[int | None] = [*order, None]
+    key, seen = f"h2h:context:{loaded.fingerprint}", f"h2h:context-seen:{loaded.fingerprint}"
     averaged = f"h2h:averaged:{loaded.fingerprint}"  # the last choice, kept (no label)
-    if chosen in labels:
-        index = order.index(labels.index(chosen))
-    else:
-        index = len(order) if st.session_state.get(averaged) else 0
+    # The widget keeps the user's pick; a context chosen elsewhere (a link, Explain,
+    # Rankings) since this page last ran is put into it first.
+    if key not in st.session_state or st.session_state.get(seen, "") != chosen:
+        if chosen in labels:
+            st.session_state[key] = labels.index(chosen)
+        else:
+            st.session_state[key] = None if st.session_state.get(averaged) else order[0]
     pick = st.selectbox(
-        "Context of the duel", choices, index=index,
+        "Context of the duel", choices, key=key,
         format_func=lambda k: AVERAGE_CHOICE if k is None else labels[k],
-        key=f"h2h:context:{loaded.fingerprint}:{chosen}",
         help="The probabilities above and the waterfall read the duel under this observed "
         "context; the last choice is the model averaged over the observed contexts.",
     )  # fmt: skip
@@ -142,6 +145,7 @@ def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int 
     label = None if pick is None else labels[pick]
     if label != chosen:
         state.select_context(loaded, label)
+    st.session_state[seen] = label
     return None if pick is None else int(pick)
 
 

@@ -52,7 +52,7 @@ def test_cgpm_heatmap_sentence_and_link_from_explain() -> None:
     data = loaded.data
     a, b = most_active_pair(data)  # the page's default pair
     pref = pair_preference(fn, data.items[[data.item_index(a)]], data.items[[data.item_index(b)]])
-    box = next(s for s in at.selectbox if (s.key or "").startswith(f"h2h:context:{fingerprint}"))
+    box = at.selectbox(key=f"h2h:context:{fingerprint}")
     row = box.value
     assert row is not None  # the most frequent observed context first
     metric = next(m for m in at.metric if m.label.startswith("P("))
