@@ -304,11 +304,13 @@ def _separate_sections(fig: go.Figure, bounds: list[tuple[str, int, int]]) -> No
 def _title(
     expl: Explanation, index: int, left: str, right: str, output: float, note: str = ""
 ) -> str:
-    p_left = f"{100.0 * sigmoid(output):.1f} %" + (f" ({note})" if note else "")
+    p_left = f"{100.0 * sigmoid(output):.1f} %"
     ids = f"{expl.left_ids[index]} vs {expl.right_ids[index]}"
     winner = int(expl.winners[index])
     outcome = {1: f" · winner: {left}", -1: f" · winner: {right}"}.get(winner, "")
+    # The note opens the second line, so a narrow page does not cut the first.
     return (
         f"<b>{left}</b> (left) vs <b>{right}</b> (right): P({left} wins) = {p_left}"
-        f"<br><sup>duel {expl.duel_ids[index]} · ids {ids}{outcome}</sup>"
+        f"<br><sup>{f'P {note} · ' if note else ''}duel {expl.duel_ids[index]} · ids {ids}"
+        f"{outcome}</sup>"
     )

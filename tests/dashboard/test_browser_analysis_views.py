@@ -151,7 +151,7 @@ def test_cgpm_analyst_views_at_two_widths(tmp_path: Path) -> None:
             wait_until_idle(page)
             label, value = _metric(page, "P(")
             title = page.evaluate(TITLE_TEXT, "wins) = ")
-            assert f"wins) = {value} (under venue = " in title, (label, value, title)
+            assert f"wins) = {value}<br><sup>P under venue = " in title, (label, value, title)
             assert "Context of the duel" in page.content()
             _not_clipped(page, "wins) = ")
             no_error_on(page)
@@ -162,11 +162,11 @@ def test_cgpm_analyst_views_at_two_widths(tmp_path: Path) -> None:
             option = page.get_by_role("option", name=re.compile("^no context: averaged"))
             option.wait_for()
             option.click()
-            wait_for_plot(page, "(averaged over the observed contexts)", webgl=False)
+            wait_for_plot(page, "P averaged over the observed contexts", webgl=False)
             wait_until_idle(page)
             _, averaged = _metric(page, "P(")
             title = page.evaluate(TITLE_TEXT, "wins) = ")
-            assert f"wins) = {averaged} (averaged over the observed contexts)" in title, title
+            assert f"wins) = {averaged}<br><sup>P averaged over the observed contexts" in title
 
             # What-if edits travel in the URL and reopen with "(edited)" on both metrics.
             query = _query(page)
