@@ -1,9 +1,9 @@
 """Intransitivity page: how much of the model is rock-paper-scissors, and where.
 
 On the N most active items: the HodgeRank cyclic share of the model's preference
-matrix, its strongest cycles a > b > c > a (each edge opens the head-to-head of its
-pair), the data's own cycles (who beat whom more often), and the potential s, the
-ranking that explains the model best.
+matrix, its strongest cycles a > b > c > a (one row per cycle; a selected row links the
+head-to-heads of its three pairs), the data's own cycles (who beat whom more often), and
+the potential s, the ranking that explains the model best.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def render() -> None:
     if scored is not None:
         lo, hi = scored.share_interval
         parts.append(f"cyclic share over {scored.n_draws:,} posterior draws: {lo:.1%} to {hi:.1%}")
-    parts.append("each edge opens the head-to-head of its pair")
+    parts.append("select a cycle's row to open its three pairs' head-to-heads")
     st.caption(" · ".join(parts) + ".")
 
     left, right = st.columns(2)
