@@ -308,9 +308,11 @@ def _title(
     ids = f"{expl.left_ids[index]} vs {expl.right_ids[index]}"
     winner = int(expl.winners[index])
     outcome = {1: f" · winner: {left}", -1: f" · winner: {right}"}.get(winner, "")
-    # The note opens the second line, so a narrow page does not cut the first.
+    # The probability alone on the first line, so a narrow page never cuts it; the
+    # pair, which g it is (the note) and the duel on the second.
+    note = f" · P {note}" if note else ""
     return (
-        f"<b>{left}</b> (left) vs <b>{right}</b> (right): P({left} wins) = {p_left}"
-        f"<br><sup>{f'P {note} · ' if note else ''}duel {expl.duel_ids[index]} · ids {ids}"
-        f"{outcome}</sup>"
+        f"<b>P({left} wins) = {p_left}</b>"
+        f"<br><sup>{left} (left) vs {right} (right){note}</sup>"
+        f"<br><sup>duel {expl.duel_ids[index]} · ids {ids}{outcome}</sup>"
     )

@@ -149,11 +149,11 @@ def test_cgpm_analyst_views_at_two_widths(tmp_path: Path) -> None:
             page.get_by_role("heading", name="Head-to-head").wait_for()
             wait_for_plot(page, "wins) = ", webgl=False)
             wait_until_idle(page)
-            label, value = _metric(page, "P(")
+            _, value = _metric(page, "P(")
             title = page.evaluate(TITLE_TEXT, "wins) = ")
-            assert f"wins) = {value}<br><sup>P under venue = " in title, (label, value, title)
-            assert "Context of the duel" in page.content()
+            assert f"wins) = {value}</b>" in title and " · P under venue = " in title, title
             _not_clipped(page, "wins) = ")
+            assert "Context of the duel" in page.content()
             no_error_on(page)
             _shot(page, "head_to_head", width)
 
@@ -166,7 +166,9 @@ def test_cgpm_analyst_views_at_two_widths(tmp_path: Path) -> None:
             wait_until_idle(page)
             _, averaged = _metric(page, "P(")
             title = page.evaluate(TITLE_TEXT, "wins) = ")
-            assert f"wins) = {averaged}<br><sup>P averaged over the observed contexts" in title
+            assert f"wins) = {averaged}</b>" in title
+            assert " · P averaged over the observed contexts" in title
+            _not_clipped(page, "wins) = ")
 
             # What-if edits travel in the URL and reopen with "(edited)" on both metrics.
             query = _query(page)
@@ -178,6 +180,8 @@ def test_cgpm_analyst_views_at_two_widths(tmp_path: Path) -> None:
             assert "(edited)" in first and "(edited)" in second, (first, second)
             wait_until_idle(page)
             assert _query(page).get("edit_a") == "speed=70"
+            wait_for_plot(page, "(edited) wins) = ", webgl=False)
+            _not_clipped(page, "(edited) wins) = ")  # longer names, the same room
             no_error_on(page)
             _shot(page, "what_if_link", width)
 

@@ -59,7 +59,7 @@ def test_cgpm_heatmap_sentence_and_link_from_explain() -> None:
     under = f"{100 * pref.p_under(row):.1f} %"
     assert metric.value == under
     title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
-    assert f"wins) = {under}<br><sup>P under venue = " in title
+    assert f"wins) = {under}</b>" in title and " · P under venue = " in title
     box.select_index(len(box.options) - 1)  # no context: the context-averaged model
     at = settle(at)
     assert_clean(at)
@@ -67,6 +67,7 @@ def test_cgpm_heatmap_sentence_and_link_from_explain() -> None:
     averaged = f"{100 * pref.p_average:.1f} %"
     assert metric.value == averaged
     title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
-    assert f"wins) = {averaged}<br><sup>P averaged over the observed contexts" in title
+    assert f"wins) = {averaged}</b>" in title
+    assert " · P averaged over the observed contexts" in title
     at = settle(at)  # the choice stays (it has no context label to remember it by)
     assert next(m for m in at.metric if m.label.startswith("P(")).value == averaged

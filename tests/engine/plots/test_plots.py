@@ -303,9 +303,8 @@ def test_waterfall_context_part_starts_at_the_items_output() -> None:
     assert c_starts[-1] + c_steps[-1] == pytest.approx(context.outputs[-1], abs=1e-12)
     assert f"= {100 * sigmoid(context.outputs[-1]):.1f} %" in fig.layout.title.text
     noted = waterfall(items, context, index=-1, probability_note="under surface = clay")
-    assert f"= {100 * sigmoid(context.outputs[-1]):.1f} %<br><sup>P under surface = clay · " in (
-        noted.layout.title.text
-    )
+    assert f"= {100 * sigmoid(context.outputs[-1]):.1f} %</b><br>" in noted.layout.title.text
+    assert " · P under surface = clay</sup><br><sup>duel " in noted.layout.title.text
     assert any(t.startswith("surface = ") for t in fig.layout.yaxis.ticktext)
 
 
