@@ -1,14 +1,17 @@
 """Deep links: every view's state in ``st.query_params``, so a copied URL reopens it.
 
 Parameter names (the contract): ``dataset, model, player, view, duel, a, b,
-context``; the page is the URL path (``View.url_path`` in :mod:`dashboard.pages`,
+context, edit_a, edit_b``; the page is the URL path (``View.url_path`` in :mod:`dashboard.pages`,
 also a contract). ``dataset`` is a built-in dataset's name
 (``demo``, ``pokemon``, ...) or, for an upload, ``upload:<digest>`` (its dataset
 key), which opens only with its own session's ``session=`` token in the same URL (the
 files are kept in that session's record, never in the link);
 ``model`` is the model's settings fingerprint (reloaded from the disk cache);
 ``player``, ``a``, ``b`` are item ids, ``duel`` a duel id, ``view`` a page's view
-(e.g. ``losses``), ``context`` a context slice (``tourney_surface = Clay``).
+(e.g. ``losses``), ``context`` a context slice (``tourney_surface = Clay``),
+``edit_a`` / ``edit_b`` the Head-to-head what-if edits of item A / B, each
+``col=value;col=value`` in raw units (every column name and value URL-encoded
+inside, so a ``;`` or ``=`` of a name survives; only the edited columns).
 
 A URL is applied once, when it is new to the session (pasted, opened, reloaded);
 after that the pages write their state into it, so widgets and URL never fight.
@@ -16,7 +19,7 @@ after that the pages write their state into it, so widgets and URL never fight.
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote, urlencode
 
 import numpy as np
 import streamlit as st
@@ -25,7 +28,7 @@ from dashboard import pages, sources, state
 from dashboard.components.text import md
 from dashboard.services.training import cached_model
 
-PARAMS = ("dataset", "model", "player", "view", "duel", "a", "b", "context")
+PARAMS = ("dataset", "model", "player", "view", "duel", "a", "b", "context", "edit_a", "edit_b")
 BUILTIN_PREFIX = "builtin:"
 DEMO_NAME = "demo"
 
@@ -147,3 +150,33 @@ def take(name: str, choices: list[str] | None = None) -> str | None:
     if value is None or (choices is not None and value not in choices):
         return None
     return value
+
+
+def edits_param(edits: dict[str, object]) -> str | None:
+    """What-if edits as ``edit_a=`` / ``edit_b=`` say them: ``col=value;col=value``
+    (raw units; names and values URL-encoded inside); None when nothing is edited."""
+    if not edits:
+        return None
+    return ";".join(
+        f"{quote(str(column), safe=' ')}={quote(_raw_text(value), safe=' ')}"
+        for column, value in edits.items()
+    )
+
+
+def parse_edits(text: str | None) -> dict[str, str]:
+    """``col=value;col=value`` back to raw texts by column ({} for None or nonsense)."""
+    out: dict[str, str] = {}
+    for part in (text or "").split(";"):
+        column, sep, value = part.partition("=")
+        if sep and column:
+            out[unquote(column)] = unquote(value)
+    return out
+
+
+def _raw_text(value: object) -> str:
+    if value is None:
+        return ""  # an optional category left empty
+    if isinstance(value, float):  # short when it round-trips, else every digit it needs
+        text = f"{value:.15g}"
+        return text if float(text) == value else repr(value)
+    return str(value)

@@ -53,6 +53,9 @@ DUEL = View("views/duel.py", "Duel", ":material/sports_mma:", "duel")
 HEAD_TO_HEAD = View(
     "views/head_to_head.py", "Head-to-head", ":material/compare_arrows:", "head-to-head"
 )
+CONTEXT_EFFECTS = View(
+    "views/context_effects.py", "Context effects", ":material/tune:", "context-effects"
+)
 RANKINGS = View("views/rankings.py", "Rankings", ":material/leaderboard:", "rankings")
 INTRANSITIVITY = View(
     "views/intransitivity.py", "Intransitivity", ":material/cycle:", "intransitivity"
@@ -66,6 +69,7 @@ ALL: tuple[View, ...] = (
     DUEL,
     HEAD_TO_HEAD,
     RANKINGS,
+    CONTEXT_EFFECTS,
     INTRANSITIVITY,
 )  # the navigation's order
 DEFAULT = EXPLAIN  # served at the root URL: the demo's explanation is useful at once

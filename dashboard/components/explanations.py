@@ -71,9 +71,12 @@ def fetch(req: ExplainRequest, *, page: str) -> Explanation | None:
     return None
 
 
-def fetch_interactions(req: ExplainRequest, *, page: str) -> InteractionExplanation | None:
-    """Interaction values of an item request's duels if ready; else their progress."""
-    inter, job = interactions_or_job(req, page=page)
+def fetch_interactions(
+    req: ExplainRequest, *, page: str, groups: tuple[str, ...] | None = None
+) -> InteractionExplanation | None:
+    """Interaction values of an item request's duels if ready; else their progress
+    (``groups``: a chosen subset of the item groups)."""
+    inter, job = interactions_or_job(req, page=page, groups=groups)
     if inter is not None:
         return inter
     _unfinished(job, "Computing interaction values", "Compute again")

@@ -8,6 +8,7 @@ import streamlit as st
 
 from dashboard import state
 from prefshap_core.analysis.context_condition import condition_on_context
+from prefshap_core.analysis.context_effects import ContextEffects, context_effects
 from prefshap_core.analysis.cycle_uncertainty import CANDIDATE_TRIANGLES, SureCycles, sure_cycles
 from prefshap_core.analysis.explorer import DatasetIntransitivity, dataset_intransitivity
 from prefshap_core.analysis.rankings import Rankings, rankings
@@ -83,6 +84,21 @@ def model_rankings(loaded: state.LoadedData, model: state.TrainedModel) -> Ranki
     """The Rankings page's table, computed once per model and process (the UPM
     baseline's f(x) as its score when one was fitted, else Bradley-Terry)."""
     return _rankings(loaded.fingerprint, model.settings_fp, model.result, loaded.data)
+
+
+# -- context effects ------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _context_effects(data_fp: str, settings_fp: str, _model, _data) -> ContextEffects:
+    fn = _model.function
+    label = dict(zip(_data.item_ids.astype(str), _data.labels.astype(str), strict=True))
+    names = np.array([label.get(str(i), str(i)) for i in fn.item_ids])
+    return context_effects(fn, item_names=names)
+
+
+def model_context_effects(loaded: state.LoadedData, model: state.TrainedModel) -> ContextEffects:
+    """A C-GPM's mean win probabilities per context value (the Context effects page),
+    computed once per model and process (the Rankings page's opponents)."""
+    return _context_effects(loaded.fingerprint, model.settings_fp, model, loaded.data)
 
 
 # -- utility and intransitive parts of g ----------------------------------------------------

@@ -61,11 +61,12 @@ def forget_job(key: str) -> None:
 
 # -- interaction values ---------------------------------------------------------------------
 def interactions_or_job(
-    req: ExplainRequest, *, page: str
+    req: ExplainRequest, *, page: str, groups: tuple[str, ...] | None = None
 ) -> tuple[InteractionExplanation | None, Job]:
     """Exact interaction values of the item groups for an item request's duels, as a
-    job (kept in the session; the item explainer's factorizations are shared)."""
-    key = f"interactions:{req.key}"
+    job (kept in the session; the item explainer's factorizations are shared).
+    ``groups``: a chosen subset of at most 16 item groups (None: all)."""
+    key = f"interactions:{req.key}" + ("" if groups is None else f":{'|'.join(groups)}")
     job = state.job(key)
     if job is None:
         assert req.duels is not None, "interaction values are of a dataset's duels"
@@ -81,6 +82,7 @@ def interactions_or_job(
                 duel_ids=data.duel_ids[duels],
                 explainer=explainer,
                 progress=progress,
+                groups=groups,
             )
 
         count = "one duel" if len(duels) == 1 else f"{len(duels):,} duels"

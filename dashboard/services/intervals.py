@@ -28,12 +28,20 @@ def duel_g_sd(model: state.TrainedModel, data: DuelData, duel: int) -> float | N
     return float(sd[0])
 
 
-def pair_g_sd(model: state.TrainedModel, x_a: np.ndarray, x_b: np.ndarray) -> float | None:
-    """Posterior sd of g(A, B) for model-space rows (a C-GPM: its context average)."""
+def pair_g_sd(
+    model: state.TrainedModel, x_a: np.ndarray, x_b: np.ndarray, context_row: int | None = None
+) -> float | None:
+    """Posterior sd of g(A, B) for model-space rows: under observed context
+    ``context_row`` of a C-GPM, or (None) its context average, as ``PairPreference``."""
     fn = model.function
     if fn.posterior_factor is None:
         return None
-    return float(fn.decision_sd(np.atleast_2d(x_a), np.atleast_2d(x_b))[0])
+    if context_row is None or fn.kind != "cgpm" or fn.contexts is None:
+        return float(fn.decision_sd(np.atleast_2d(x_a), np.atleast_2d(x_b))[0])
+    pool = np.vstack([np.atleast_2d(x_a), np.atleast_2d(x_b)]).astype(np.float64)
+    sd = fn.decision_sd_on_pool(pool, np.array([0]), np.array([1]), fn.contexts,
+                                np.array([context_row]))  # fmt: skip
+    return float(sd[0])
 
 
 def interval_caption(name: str, g: float, sd: float | None) -> str | None:

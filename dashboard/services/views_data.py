@@ -23,7 +23,7 @@ import streamlit as st
 
 from dashboard import state
 from prefshap_core.analysis.context_condition import categorical_context_groups
-from prefshap_core.analysis.contexts import context_row_labels
+from prefshap_core.analysis.contexts import context_row_labels, data_context_labels
 from prefshap_core.analysis.covariates import (
     EditableColumn,
     RawValue,
@@ -306,6 +306,16 @@ def context_choices(loaded: state.LoadedData, model: state.TrainedModel) -> Cont
     if fn.kind != "cgpm" or fn.contexts is None or fn.context_space is None:
         return None
     return _context_choices(_model_key(loaded, model), loaded.data, model)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _context_labels(data_fp: str, _data: DuelData) -> np.ndarray | None:
+    return data_context_labels(_data)
+
+
+def context_labels(loaded: state.LoadedData) -> np.ndarray | None:
+    """(p,) the data's observed contexts as ``"column = value, ..."`` (None: none)."""
+    return _context_labels(loaded.fingerprint, loaded.data)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

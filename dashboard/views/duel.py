@@ -162,9 +162,10 @@ def render() -> None:
     )
     other = ids[1] if seen_from == ids[0] else ids[0]
     links.write(duel=str(data.duel_ids[duel]), player=seen_from)
+    labels_by_context = views_data.context_labels(loaded)
     context = (
-        str(data.context_labels[data.context_index[duel]])
-        if data.has_context and data.context_labels is not None and data.context_index is not None
+        str(labels_by_context[data.context_index[duel]])
+        if labels_by_context is not None and data.context_index is not None
         else None
     )
     st.caption(

@@ -9,7 +9,7 @@ under one context.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import streamlit as st
@@ -48,6 +48,7 @@ from prefshap_core.plots.labels import imputed_shares
 from prefshap_core.workflow.training import SMALL_TEST
 
 ALL, GROUPS, CONTEXT = "All test duels", "Between two groups", "Under one context"
+DEFAULT_INTERACTION_GROUPS = 8
 VIEW_PARAM = {ALL: "all", GROUPS: "groups", CONTEXT: "context"}  # ?view= of each subset
 REST = "any other item"
 RANGE_OPS = (">", ">=", "<", "<=")
@@ -194,8 +195,9 @@ def _subset(loaded: state.LoadedData, model: state.TrainedModel, top: list) -> S
         "Context column", list(contexts), key=f"explain:ccol:{fp}", persist_state=state.PERSIST
     )
     value = c[1].selectbox(
-        "Value", contexts[column], key=f"explain:cval:{fp}:{column}", persist_state=state.PERSIST
-    )
+        "Value", contexts[column], key=f"explain:cval:{fp}:{column}", persist_state=state.PERSIST,
+        format_func=lambda v: f"{column} = {v}",  # a bare "good" does not say of what
+    )  # fmt: skip
     links.write(view="context", context=f"{column} = {value}")
     held_out = c[3].toggle(
         "Test duels only", value=True, key=f"explain:ctest:{fp}", persist_state=state.PERSIST,
@@ -234,6 +236,11 @@ def render() -> None:
             "Load Pokémon, tennis or your own CSV files on the **Data** page.",
             icon=":material/info:",
         )
+    if model.kind == "cgpm":  # "who prefers what" per context value, in one view
+        st.page_link(
+            pages.CONTEXT_EFFECTS.page(), icon=":material/tune:",
+            label="Context effects: how each context value moves every item's win probability",
+        )  # fmt: skip
     top = st.columns([3, 1, 1], vertical_alignment="bottom")
     with top[2]:
         precision = precision_control("explain")
@@ -290,15 +297,19 @@ def _interactions(
     )
     if not show:
         return
-    if not 2 <= p <= MAX_INTERACTION_PLAYERS:
-        st.info(
-            f"Interactions need 2 to {MAX_INTERACTION_PLAYERS} item groups; this model has {p}."
-        )
+    if p < 2:
+        st.info(f"Interactions need at least 2 item groups; this model has {p}.")
         return
-    inter = fetch_interactions(req, page=pages.EXPLAIN.url_path)
+    groups = _interaction_groups(loaded, expl) if p > MAX_INTERACTION_PLAYERS else None
+    if groups is not None and len(groups) < 2:
+        return
+    inter = fetch_interactions(req, page=pages.EXPLAIN.url_path, groups=groups)
     if inter is None:
         return
     inter = inter.oriented_to_winner()
+    if groups is not None:  # the explanation's columns of the chosen groups, for the pairs
+        keep = [expl.player_names.index(g) for g in inter.player_names]
+        expl = _players(expl, keep)
     left, right = st.columns([3, 2])
     with left:
         fig = interaction_heatmap(inter, title=f"{title}: interactions")
@@ -322,6 +333,39 @@ def _interactions(
         i, j = int(picked[0][0]), int(picked[0][1])
         pair_fig = interaction_scatter(inter, expl.oriented_to_winner(), i, j)
         st.plotly_chart(pair_fig, width="stretch", config=PLOT_CONFIG, key="explain:pair")
+
+
+def _interaction_groups(loaded: state.LoadedData, expl: Explanation) -> tuple[str, ...]:
+    """A model with more than 16 item groups: the user picks at most 16 (default: the
+    most important), the others staying at each duel's own values."""
+    names = list(expl.player_names)
+    # Default: the 8 strongest (2^9 coalitions per duel: seconds); up to 16 on request.
+    strongest = np.argsort(-expl.mean_abs(), kind="stable")[:DEFAULT_INTERACTION_GROUPS]
+    default = [names[k] for k in sorted(strongest.tolist())]
+    chosen = st.multiselect(
+        f"Item groups for interactions (2 to {MAX_INTERACTION_PLAYERS} of {len(names)})",
+        names, default=default, max_selections=MAX_INTERACTION_PLAYERS,
+        key=f"explain:interaction-groups:{loaded.fingerprint}", persist_state=state.PERSIST,
+        help="Exact interactions enumerate 2^p coalitions per duel, so at most "
+        f"{MAX_INTERACTION_PLAYERS} groups: the others stay at each duel's own values.",
+    )  # fmt: skip
+    if len(chosen) < 2:
+        st.info("Pick at least 2 item groups.")
+    return tuple(g for g in names if g in chosen)
+
+
+def _players(expl: Explanation, keep: list[int]) -> Explanation:
+    """The explanation with only these players' columns (same duels)."""
+
+    def cut(a):
+        return None if a is None else a[:, keep]
+
+    return replace(
+        expl, values=expl.values[:, keep], data=expl.data[:, keep],
+        player_names=tuple(expl.player_names[k] for k in keep),
+        standard_errors=cut(expl.standard_errors), data_labels=cut(expl.data_labels),
+        context_values=cut(expl.context_values), sd=cut(expl.sd),
+    )  # fmt: skip
 
 
 run_guarded(render)

@@ -27,6 +27,7 @@ from prefshap_core.errors import PrefShapError
 from prefshap_core.plots import waterfall
 
 AVERAGE = "averaged over the observed contexts"
+AVERAGE_CHOICE = "no context: averaged over the observed contexts"
 
 
 def _pick_pair(loaded: state.LoadedData) -> tuple[str, str]:
@@ -50,30 +51,58 @@ def _pick_pair(loaded: state.LoadedData) -> tuple[str, str]:
     return a, b
 
 
-def _edited_row(loaded: state.LoadedData, item: str, side: str) -> tuple[np.ndarray, bool]:
-    """The item's model-space row after the user's edits, and whether anything changed."""
+def _edited_row(
+    loaded: state.LoadedData, item: str, side: str
+) -> tuple[np.ndarray, dict[str, object]]:
+    """The item's model-space row after the user's edits, and the edited columns' raw
+    values (empty: unedited). A link's ``edit_a`` / ``edit_b`` fills the widgets once."""
     data = loaded.data
     original = views_data.item_covariates(loaded, item)
     values = dict(original)
+    linked = links.parse_edits(links.take(f"edit_{side}"))
     for column in views_data.what_if_columns(loaded):
         key = f"h2h:edit:{loaded.fingerprint}:{side}:{item}:{column.name}"
         if column.kind == "numeric":
+            if column.name in linked:
+                _link_number(key, linked[column.name], column)
             step = 1.0 if column.integer else (column.high - column.low) / 100 or 1.0
+            # A widget whose state a link set takes it from there (a value too would warn).
+            start = float(np.clip(original[column.name], column.low, column.high))
+            initial = {} if key in st.session_state else {"value": start}
             values[column.name] = st.number_input(
                 md(column.name), min_value=column.low, max_value=column.high,
-                value=float(np.clip(original[column.name], column.low, column.high)),
-                step=step, key=key, format="%g",
+                step=step, key=key, format="%g", **initial,
             )  # fmt: skip
         else:
             choices = ([None] if column.optional else []) + list(column.categories)
+            if column.name in linked:
+                wanted = linked[column.name] or None
+                if wanted in choices:
+                    st.session_state[key] = wanted
             current = original[column.name] if original[column.name] in choices else choices[0]
+            initial = {} if key in st.session_state else {"index": choices.index(current)}
             values[column.name] = st.selectbox(
-                md(column.name), choices, index=choices.index(current), key=key,
-                format_func=lambda c: "(none)" if c is None else str(c),
+                md(column.name), choices, key=key,
+                format_func=lambda c: "(none)" if c is None else str(c), **initial,
             )  # fmt: skip
-    changed = values != original
-    row = views_data.encoded_row(loaded, values) if changed else data.items[[data.item_index(item)]]
-    return row, changed
+    edits = {k: v for k, v in values.items() if v != original[k]}
+    row = views_data.encoded_row(loaded, values) if edits else data.items[[data.item_index(item)]]
+    return row, edits
+
+
+def _link_number(key: str, text: str, column) -> None:
+    """A linked number into its widget, if it is one within the column's range."""
+    try:
+        number = float(text)
+    except ValueError:
+        return
+    if column.low <= number <= column.high:
+        st.session_state[key] = number
+    else:
+        st.toast(
+            f"The link's {md(column.name)} = {md(text)} is outside the data's range "
+            f"({column.low:g} to {column.high:g}): not applied."
+        )
 
 
 def _what_if(loaded: state.LoadedData, a: str, b: str, names: dict[str, str]):
@@ -85,26 +114,40 @@ def _what_if(loaded: state.LoadedData, a: str, b: str, names: dict[str, str]):
             with column:
                 st.markdown(f"**{md(names[item])}**")
                 rows.append(_edited_row(loaded, item, side))
-    (x_a, edited_a), (x_b, edited_b) = rows
-    return x_a, x_b, edited_a or edited_b
+    (x_a, edits_a), (x_b, edits_b) = rows
+    return x_a, x_b, edits_a, edits_b
 
 
 def _context_choice(loaded: state.LoadedData, model: state.TrainedModel) -> int | None:
-    """Index of the observed context the context explanation uses (C-GPM), or None."""
+    """Index of the observed context the duel is read under (C-GPM), or None: the
+    context-averaged model (also for a model without contexts)."""
     contexts = views_data.context_choices(loaded, model)
     if contexts is None:
         return None
     labels, order = contexts.labels, contexts.order
     chosen = state.selected_context(loaded)
-    index = order.index(labels.index(chosen)) if chosen in labels else 0
+    choices: list[int | None] = [*order, None]
+    key, seen = f"h2h:context:{loaded.fingerprint}", f"h2h:context-seen:{loaded.fingerprint}"
+    averaged = f"h2h:averaged:{loaded.fingerprint}"  # the last choice, kept (no label)
+    # The widget keeps the user's pick; a context chosen elsewhere (a link, Explain,
+    # Rankings) since this page last ran is put into it first.
+    if key not in st.session_state or st.session_state.get(seen, "") != chosen:
+        if chosen in labels:
+            st.session_state[key] = labels.index(chosen)
+        else:
+            st.session_state[key] = None if st.session_state.get(averaged) else order[0]
     pick = st.selectbox(
-        "Context of the explained duel", order, index=index,
-        format_func=lambda k: labels[k], key=f"h2h:context:{loaded.fingerprint}:{chosen}",
-        help="The waterfall's context part explains the duel under this observed context.",
+        "Context of the duel", choices, key=key,
+        format_func=lambda k: AVERAGE_CHOICE if k is None else labels[k],
+        help="The probabilities above and the waterfall read the duel under this observed "
+        "context; the last choice is the model averaged over the observed contexts.",
     )  # fmt: skip
-    if labels[pick] != chosen:
-        state.select_context(loaded, labels[pick])
-    return int(pick)
+    st.session_state[averaged] = pick is None
+    label = None if pick is None else labels[pick]
+    if label != chosen:
+        state.select_context(loaded, label)
+    st.session_state[seen] = label
+    return None if pick is None else int(pick)
 
 
 def render() -> None:
@@ -121,23 +164,38 @@ def render() -> None:
         st.info("Pick two different items.")
         links.write(a=a, b=b)
         return
+    edits_a: dict[str, object] = {}
+    edits_b: dict[str, object] = {}
     try:
-        x_a, x_b, edited = _what_if(loaded, a, b, names)
+        x_a, x_b, edits_a, edits_b = _what_if(loaded, a, b, names)
     except PrefShapError as exc:
         show_error(exc)
-        x_a, x_b, edited = data.items[[data.item_index(a)]], data.items[[data.item_index(b)]], False
+        x_a, x_b = data.items[[data.item_index(a)]], data.items[[data.item_index(b)]]
+    edited = bool(edits_a or edits_b)
     started = time.perf_counter()
     pref = views_data.pair_probabilities(loaded, model, x_a, x_b)
     met = views_data.pair_meetings(loaded, a, b)
-    hyp = " (edited)" if edited else ""
+    hyp_a, hyp_b = (" (edited)" if e else "" for e in (edits_a, edits_b))
+    context_row = _context_choice(loaded, model)
+    # One probability per pair: the waterfall's own end (the chosen context, or g_bar).
+    p_a = pref.p_under(context_row)
+    choices = views_data.context_choices(loaded, model)
+    where = AVERAGE if context_row is None or choices is None else (
+        f"under {choices.labels[context_row]}")  # fmt: skip
     c = st.columns(3)
-    c[0].metric(f"P({md(names[a])}{hyp} beats {md(names[b])})", percent(pref.p_average),
-                help=f"The model's probability, {AVERAGE}.")  # fmt: skip
-    c[1].metric(f"P({md(names[b])} beats {md(names[a])})", percent(1 - pref.p_average))
+    c[0].metric(f"P({md(names[a])}{hyp_a} beats {md(names[b])}{hyp_b})", percent(p_a),
+                help=f"The model's probability, {where}.")  # fmt: skip
+    c[1].metric(f"P({md(names[b])}{hyp_b} beats {md(names[a])}{hyp_a})", percent(1 - p_a),
+                help=f"The model's probability, {where}.")  # fmt: skip
     c[2].metric("Past meetings", f"{met.wins_a} – {met.wins_b}",
                 help=f"Wins of {md(names[a])} – wins of {md(names[b])} in the data.")  # fmt: skip
-    beats = f"{names[a]}{hyp} beats {names[b]}"
-    if note := interval_caption(beats, pref.g_average, pair_g_sd(model, x_a, x_b)):
+    # The interval of the one probability shown: under the chosen context, or averaged.
+    beats = f"{names[a]}{hyp_a} beats {names[b]}{hyp_b}"
+    if context_row is not None and pref.g_by_context is not None:
+        g_shown = float(pref.g_by_context[context_row])
+    else:
+        g_shown = pref.g_average
+    if note := interval_caption(beats, g_shown, pair_g_sd(model, x_a, x_b, context_row)):
         st.caption(md(note))
     if not pref.by_context.empty:
         table = pref.by_context.assign(
@@ -153,16 +211,15 @@ def render() -> None:
         st.markdown("**Per observed context value** (other context columns averaged over "
                     "the observed contexts with that value)")  # fmt: skip
         st.dataframe(table, hide_index=True, width="stretch")
-    context_row = _context_choice(loaded, model)
-    sides = _Sides(a, b, x_a, x_b, edited)
-    _explanation(loaded, model, sides, names, context_row, executor)
+    sides = _Sides(a, b, x_a, x_b, bool(edits_a), bool(edits_b))
+    _explanation(loaded, model, sides, names, context_row, executor, where)
     st.caption(
         f"Probabilities and explanation computed in "
         f"{time.perf_counter() - started:.2f} s" + (" (after your edit)." if edited else ".")
     )
     _meetings(loaded, met, names, a, b)
     view = {"a": a, "b": b, "context": state.selected_context(loaded)}
-    links.write(**view)
+    links.write(**view, edit_a=links.edits_param(edits_a), edit_b=links.edits_param(edits_b))
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,21 +228,28 @@ class _Sides:
     b: str
     x_a: np.ndarray  # (1, d) model-space rows, edited or not
     x_b: np.ndarray
-    edited: bool
+    edited_a: bool
+    edited_b: bool
+
+    @property
+    def edited(self) -> bool:
+        return self.edited_a or self.edited_b
 
 
-def _explanation(loaded, model, sides: _Sides, names, context_row, executor) -> None:
+def _explanation(loaded, model, sides: _Sides, names, context_row, executor, where) -> None:
     a, b = sides.a, sides.b
     c = st.columns([4, 1], vertical_alignment="bottom")
-    edited = " (edited)" if sides.edited else ""
-    c[0].subheader(f"Why: {md(names[a])}{edited} vs {md(names[b])}, seen from {md(names[a])}")
+    edited_a, edited_b = (" (edited)" if e else "" for e in (sides.edited_a, sides.edited_b))
+    c[0].subheader(
+        f"Why: {md(names[a])}{edited_a} vs {md(names[b])}{edited_b}, seen from {md(names[a])}"
+    )
     with c[1]:
         precision = precision_control("head-to-head")
     fn = model.function
     # Unedited: by id (the explainer's own pool rows); edited: the edited rows.
     left, right = (sides.x_a, sides.x_b) if sides.edited else ([a], [b])
-    labels = (names[a] + edited, names[b])
-    ids = (a + edited, b)
+    labels = (names[a] + edited_a, names[b] + edited_b)
+    ids = (a + edited_a, b + edited_b)
     items_req = inline_request(loaded, model, left, right, precision=precision, executor=executor)
     items = explain_pair(items_req, labels, ids=ids)
     ctx = None
@@ -196,7 +260,7 @@ def _explanation(loaded, model, sides: _Sides, names, context_row, executor) -> 
             contexts=fn.contexts[[context_row]],
         )  # fmt: skip
         ctx = explain_pair(ctx_req, labels, ids=ids)
-    fig = waterfall(items, ctx)
+    fig = waterfall(items, ctx, probability_note=where)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="h2h:waterfall")
     figure_exports(
         fig, export_stem(loaded.data.name, "head-to-head", f"{a} vs {b}"), expl=items,

@@ -1,9 +1,9 @@
 """Intransitivity page: how much of the model is rock-paper-scissors, and where.
 
 On the N most active items: the HodgeRank cyclic share of the model's preference
-matrix, its strongest cycles a > b > c > a (each edge opens the head-to-head of its
-pair), the data's own cycles (who beat whom more often), and the potential s, the
-ranking that explains the model best.
+matrix, its strongest cycles a > b > c > a (one row per cycle; a selected row links the
+head-to-heads of its three pairs), the data's own cycles (who beat whom more often), and
+the potential s, the ranking that explains the model best.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import streamlit as st
 from dashboard import links, pages, state
 from dashboard.components.explanations import PLOT_CONFIG, require_model
 from dashboard.components.export import export_name, export_stem, figure_exports, table_download
+from dashboard.components.formats import percent
 from dashboard.components.guard import run_guarded
 from dashboard.components.text import md
 from dashboard.services import views_data
@@ -42,7 +43,7 @@ def head_to_head_link(a: str, b: str) -> str:
 
 
 def _edge(labels: dict[str, str], a: str, b: str, note: str) -> str:
-    text = f"{md(labels[a])} › {md(labels[b])} {note}"
+    text = f"{md(labels[a])} › {md(labels[b])} {note}".strip()
     return f"[{text}]({head_to_head_link(a, b)})"
 
 
@@ -63,6 +64,7 @@ def _choices(loaded: state.LoadedData, model: state.TrainedModel) -> tuple[int, 
         for col, (group, categories) in zip(cols, groups.items(), strict=True):
             value = col.selectbox(
                 f"Context: {md(group)}", [AVERAGED, *categories],
+                format_func=lambda v, g=group: v if v == AVERAGED else f"{g} = {v}",
                 key=f"intransitivity:ctx:{fp}:{group}", persist_state=state.PERSIST,
                 help="Fix this context group; the others are averaged over the observed contexts.",
             )  # fmt: skip
@@ -110,7 +112,7 @@ def render() -> None:
     if scored is not None:
         lo, hi = scored.share_interval
         parts.append(f"cyclic share over {scored.n_draws:,} posterior draws: {lo:.1%} to {hi:.1%}")
-    parts.append("each edge opens the head-to-head of its pair")
+    parts.append("select a cycle's row to open its three pairs' head-to-heads")
     st.caption(" · ".join(parts) + ".")
 
     left, right = st.columns(2)
@@ -125,14 +127,15 @@ def render() -> None:
                 f"noise: none keeps all three edges in {min_p:.0%} of "
                 f"{scored.n_draws:,} posterior draws. Lower the threshold to see weaker ones."
             )
-        lines = []
-        for k, t in enumerate(triangles, start=1):
-            a, b, cc = t["items"]
-            pab, pbc, pca = (_percent(p) for p in t["p"])
-            edges = (_edge(labels, a, b, pab), _edge(labels, b, cc, pbc), _edge(labels, cc, a, pca))
-            sure = "" if t.get("p_cycle") is None else f" (p_cycle {_percent(t['p_cycle'])})"
-            lines.append(f"{k}. " + " · ".join(edges) + sure)
-        st.markdown("\n".join(lines))
+        if triangles:
+            rows = [
+                {"#": k, "A": labels[t["items"][0]], "B": labels[t["items"][1]],
+                 "C": labels[t["items"][2]], "P(A beats B)": percent(t["p"][0]),
+                 "P(B beats C)": percent(t["p"][1]), "P(C beats A)": percent(t["p"][2]),
+                 **({} if t.get("p_cycle") is None else {"p_cycle": _percent(t["p_cycle"])})}
+                for k, t in enumerate(triangles, start=1)
+            ]  # fmt: skip
+            _cycle_table(pd.DataFrame(rows), [t["items"] for t in triangles], labels, "model")
         if triangles:
             table_download(
                 to_csv_bytes(_triangle_table(triangles, labels)),
@@ -144,14 +147,18 @@ def render() -> None:
         observed = result.observed.items
         if len(observed) == 0:
             st.info("No cycle in the data among these items.")
-        lines = []
-        for k, (a, b, cc) in enumerate(observed.tolist(), start=1):
-            x = [ids[i] for i in (a, b, cc)]
-            nets = [result.net_wins[i, j] for i, j in ((a, b), (b, cc), (cc, a))]
-            edges = [_edge(labels, x[e], x[(e + 1) % 3], f"+{nets[e]:g}") for e in range(3)]
-            lines.append(f"{k}. " + " · ".join(edges))
-        st.markdown("\n".join(lines))
+        if len(observed):
+            rows, cycles = [], []
+            for k, (a, b, cc) in enumerate(observed.tolist(), start=1):
+                x = [ids[i] for i in (a, b, cc)]
+                nets = [result.net_wins[i, j] for i, j in ((a, b), (b, cc), (cc, a))]
+                rows.append({"#": k, "A": labels[x[0]], "B": labels[x[1]], "C": labels[x[2]],
+                             "A over B": f"+{nets[0]:g}", "B over C": f"+{nets[1]:g}",
+                             "C over A": f"+{nets[2]:g}"})  # fmt: skip
+                cycles.append(x)
+            _cycle_table(pd.DataFrame(rows), cycles, labels, "data")
         st.caption("+k: the first won k more of their duels than the second.")
+    st.caption("Select a cycle's row to open the head-to-head of each of its three pairs.")
 
     st.subheader("The ranking part: potential s")
     fig = potential_plot(report, np.array([labels[i] for i in ids]))
@@ -159,6 +166,19 @@ def render() -> None:
     figure_exports(
         fig, export_stem(data.name, "potential", f"{n} items"), key="intransitivity:potential"
     )
+
+
+def _cycle_table(table: pd.DataFrame, cycles: list, labels: dict[str, str], tag: str) -> None:
+    """One row per cycle a > b > c > a; a selected row offers its three head-to-heads."""
+    event = st.dataframe(
+        table, hide_index=True, width="stretch", on_select="rerun",
+        selection_mode="single-row", key=f"intransitivity:{tag}:table",
+    )  # fmt: skip
+    picked = event.selection.rows if event is not None else []
+    if picked:
+        a, b, c = cycles[picked[0]]
+        st.markdown("Head-to-head: " + " · ".join(
+            _edge(labels, x, y, "") for x, y in ((a, b), (b, c), (c, a))))  # fmt: skip
 
 
 def _model_cycles(report, scored, fp: str) -> tuple[list[dict], float]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prefshap_core.data.duel_data import DuelData
 from prefshap_core.data.encoding.spec import EncodingSpec
-from prefshap_core.data.encoding.tables import row_labels
 from prefshap_core.data.feature_space import FeatureSpace
 
 # A numeric context column with at most this many distinct observed values is shown
@@ -84,9 +84,37 @@ def _value_order(value: str) -> tuple[int, float, str]:
         return (1, 0.0, value)
 
 
+def data_context_labels(data: DuelData) -> np.ndarray | None:
+    """(p,) the data's observed contexts labelled ``"column = value, ..."`` (None
+    without contexts): what tables and captions of duels show for their context."""
+    if not data.has_context or data.context_space is None or data.contexts is None:
+        return None
+    labels = context_row_labels(data.context_space, data.contexts, data.context_encoding)
+    return np.array(labels, dtype=object)
+
+
 def context_row_labels(
     space: FeatureSpace, contexts: np.ndarray, spec: EncodingSpec | None = None
 ) -> list[str]:
-    """A readable label per context row, e.g. ``"Outdoor / Clay"``."""
+    """A readable label per context row naming each column, e.g.
+    ``"indoor = Outdoor, surface = Clay"`` (a numeric column ``"temp = 25.5"``, an
+    unknown value ``"surface = ?"``): a bare ``"Outdoor / Clay"`` does not say which
+    column a value is of."""
     spec = spec or EncodingSpec.from_feature_space(space, "context")
-    return row_labels(space.to_raw(contexts), spec).tolist()
+    raw = space.to_raw(np.atleast_2d(contexts))
+    parts = []
+    for group in spec.groups:
+        block = raw[:, space.group_columns(group.name)]
+        unknown = block[:, -1] > 0.5 if group.missing_indicator else np.zeros(len(raw), bool)
+        if group.kind == "numeric":
+            values = [f"{value:g}" for value in block[:, 0]]
+        else:
+            n = len(group.categories)
+            values = [
+                "+".join(c for c, on in zip(group.categories, r, strict=True) if on) or "none"
+                for r in block[:, :n] > 0.5
+            ]
+        parts.append(
+            [f"{group.name} = {'?' if u else v}" for v, u in zip(values, unknown, strict=True)]
+        )
+    return [", ".join(p) for p in zip(*parts, strict=True)] if parts else [""] * len(raw)

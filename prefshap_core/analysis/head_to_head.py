@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from prefshap_core.analysis.contexts import context_slices
+from prefshap_core.analysis.contexts import context_slices, data_context_labels
 from prefshap_core.analysis.pairwise import win_probability
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData
@@ -32,6 +32,13 @@ class PairPreference:
     @property
     def p_average(self) -> float:
         return float(win_probability(self.g_average))
+
+    def p_under(self, context_row: int | None) -> float:
+        """P(A beats B) under observed context ``context_row``: sigmoid(g(u, a, b));
+        None (or a model without contexts): sigmoid(g_bar), the context average."""
+        if context_row is None or self.g_by_context is None:
+            return self.p_average
+        return float(win_probability(self.g_by_context[context_row]))
 
 
 def pair_preference(
@@ -80,8 +87,9 @@ def meetings(data: DuelData, a: str, b: str) -> Meetings:
     winners = data.winners()[idx]
     labels = np.asarray(data.labels).astype(str)
     table = pd.DataFrame({"duel": idx, "duel_id": data.duel_ids[idx], "winner": labels[winners]})
-    if data.has_context and data.context_labels is not None and data.context_index is not None:
-        table["context"] = np.asarray(data.context_labels)[data.context_index[idx]]
+    labels = data_context_labels(data)
+    if labels is not None and data.context_index is not None:
+        table["context"] = labels[data.context_index[idx]]
     return Meetings(int((winners == ra).sum()), int((winners == rb).sum()), table)
 
 

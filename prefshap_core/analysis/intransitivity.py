@@ -44,19 +44,23 @@ class IntransitivityReport:
     item_cyclic_share: np.ndarray  # (n,) each row's share: sum_b R_ab^2 / sum_b G_ab^2
     cycles: Cycles  # indices into item_rows
     n_cyclic_triangles: int
+    item_names: np.ndarray | None = None  # (n,) str display names; None: the ids
 
     @property
     def n_items(self) -> int:
         return len(self.item_rows)
 
     def triangles(self) -> list[dict]:
-        """The contract's list: ``{"items": [a, b, c], "p": [P(a>b), P(b>c), P(c>a)]}``."""
+        """The contract's list: ``{"items": [a, b, c], "names": [...], "p": [P(a>b),
+        P(b>c), P(c>a)]}`` (``names``: the items' names, their ids when there are none)."""
+        names = self.item_ids if self.item_names is None else self.item_names
         out = []
         for a, b, c in self.cycles.items.tolist():
             g = self.preference[[a, b, c], [b, c, a]]
             out.append(
                 {
                     "items": [str(self.item_ids[x]) for x in (a, b, c)],
+                    "names": [str(names[x]) for x in (a, b, c)],
                     "p": [float(v) for v in _sigmoid(g)],
                 }
             )
@@ -133,6 +137,7 @@ def analyse(
         item_cyclic_share=per_item,
         cycles=cycles,
         n_cyclic_triangles=n_cyclic,
+        item_names=fn.item_labels[rows],
     )
 
 

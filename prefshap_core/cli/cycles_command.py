@@ -4,15 +4,22 @@ Contract (scripts call it exactly so):
 
     prefshap cycles --model M.npz [--max-items N] [--items-file F]
         [--context k=v ...] [--top K] [--min-p-cycle P] [--n-draws T] [--seed S]
+        [--allow-extrapolation]
 
 Items: the model's items in pool order, the first N (default 500), or the ids listed
 in F (one per line); at most 2,000. ``--context`` (C-GPM): ``k`` a context group and
 ``v`` one of its categories, or ``k`` a numeric context column and ``v`` its raw
 value; groups not given are averaged over the observed contexts (none given: the
-context-averaged model). Prints one JSON line on stdout:
+context-averaged model); a numeric value outside the training range (the observed
+contexts' min/max) is refused unless ``--allow-extrapolation``. Prints one JSON line on stdout:
 ``{"n_items": n, "cyclic_share": x, "cyclic_share_interval": [lo, hi], "n_draws": T,
-"triangles": [{"items": [a, b, c], "p": [P(a>b), P(b>c), P(c>a)], "p_cycle": q}, ...]}``:
+"n_cyclic_triangles": N, "n_scored": S, "n_listed": L, "triangles": [{"items": [a, b, c],
+"names": [..], "p": [P(a>b), P(b>c), P(c>a)], "p_cycle": q}, ...]}``:
 the HodgeRank cyclic share of the preference matrix with its 90 % posterior interval,
+every count (``n_cyclic_triangles``: all cyclic triangles among the items;
+``n_scored``: the cycles scored against the posterior, 0 without one; ``n_listed``:
+the triangles below), each triangle's item ids and ``names`` (the model file's
+optional ``item_names``; without them the ids),
 and the K (default 20) strongest cycles a > b > c > a, each from its
 smallest-pool-index item, among those whose posterior probability ``p_cycle`` of
 keeping all three edges is at least ``--min-p-cycle`` (default 0.95; the strongest
@@ -39,8 +46,10 @@ from prefshap_core.analysis.cycle_uncertainty import (
 )
 from prefshap_core.analysis.intransitivity import MAX_ITEMS, analyse
 from prefshap_core.cli._output import stderr_progress
+from prefshap_core.cli.extrapolation_flag import add_extrapolation_flag, check_extrapolation
 from prefshap_core.compute import Compute
 from prefshap_core.errors import DataValidationError
+from prefshap_core.models.extrapolation import outside_range
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -87,6 +96,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_extrapolation_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -106,17 +116,23 @@ def run(args: argparse.Namespace) -> int:
     if args.n_draws < 1:
         raise ValueError(f"--n-draws must be at least 1, got {args.n_draws}")
     conditioned = condition_on_context(fn, parse_context_assignments(args.context))
+    if conditioned is not fn:
+        assert fn.context_space is not None
+        problems = outside_range(fn.context_space, fn.contexts, conditioned.contexts, "context")
+        check_extrapolation(problems, args, "cycles", "--context")
     compute = Compute(device=args.device, dtype=args.dtype)
     progress = stderr_progress(args.quiet)
     with_posterior = fn.posterior_factor is not None
     report = analyse(conditioned, rows, top=args.top, compute=compute, progress=progress)
     interval = None
+    n_scored = 0
     if with_posterior:
         sure = sure_cycles(
             conditioned, report, min_p_cycle=args.min_p_cycle, top=args.top,
             n_draws=args.n_draws, seed=args.seed, compute=compute, progress=progress,
         )  # fmt: skip
         triangles, interval = sure.triangles, sure.share_interval
+        n_scored = sure.n_candidates
     else:
         triangles = report.triangles()
         for triangle in triangles:
@@ -131,6 +147,9 @@ def run(args: argparse.Namespace) -> int:
         "cyclic_share": report.cyclic_share,
         "cyclic_share_interval": interval,
         "n_draws": args.n_draws if with_posterior else 0,
+        "n_cyclic_triangles": report.n_cyclic_triangles,
+        "n_scored": n_scored,
+        "n_listed": len(triangles),
         "triangles": triangles,
     }
     print(json.dumps(result))

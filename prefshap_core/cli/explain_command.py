@@ -7,6 +7,7 @@ Contract (scripts call it exactly so):
         [--uncertainty] [--dtype float64|float32] [--device cpu|cuda]
         [--cme-method auto|cholesky|cg|nystrom]
         [--scheduler tcp://HOST:8786 | --workers N] [--connect-timeout SECONDS]
+        [--allow-extrapolation] [--interaction-groups G [G ...]]
 
 DUELS.csv: ``left``, ``right`` (ids of the model's ``item_ids``), optional ``winner``
 (an id, or ``left``/``right``), or any other layout ``prefshap train`` reads (winner /
@@ -32,7 +33,13 @@ likewise (``sd:left:<g>``, ``sd:<a>*<b>``).
 ``left:<group>`` for every group, then ``right:<group>`` (and ``se:left:<group>``,
 ``se:right:<group>``). ``--what interactions`` (always exact, at most 16 item groups;
 C-GPM: the context-averaged model): one column ``<a>*<b>`` per unordered pair of item
-groups in the model's group order, the pairwise Shapley interaction index.
+groups in the model's group order, the pairwise Shapley interaction index. A model
+with more groups: ``--interaction-groups`` names at most 16 of them (the others stay
+at each duel's own values); without it such a model is refused before any work.
+
+Covariate values of alternatives outside the pool and ``--what context`` contexts
+outside the training range (the observed pool's min/max per column) are refused,
+naming column, value and range, unless ``--allow-extrapolation``.
 
 ``--scheduler`` runs the coalition batches on a running Dask cluster, ``--workers N``
 on a local cluster of N worker processes (loopback only); neither: in this process.
@@ -67,6 +74,7 @@ from prefshap_core.cli.explain_input import (
     usable_rows,
 )
 from prefshap_core.cli.explain_output import explanation_table, interaction_table
+from prefshap_core.cli.extrapolation_flag import add_extrapolation_flag, check_extrapolation
 from prefshap_core.compute import Compute
 from prefshap_core.csv_safety import write_csv
 from prefshap_core.data.layouts.explain_rows import explain_duels
@@ -80,11 +88,13 @@ from prefshap_core.explain.dask_executor import (
 )
 from prefshap_core.explain.interaction_explanation import (
     check_interaction_groups,
+    chosen_groups,
     explain_interactions,
 )
 from prefshap_core.explain.options import CME_METHODS
 from prefshap_core.explain.scheduler_address import check_scheduler_address
 from prefshap_core.explain.uncertainty import interaction_sd
+from prefshap_core.models.extrapolation import outside_range
 from prefshap_core.models.model_file import load_model
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -148,6 +158,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"seconds to reach --scheduler (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--interaction-groups",
+        nargs="+",
+        metavar="G",
+        help="--what interactions: the item groups (2 to 16) whose interactions to compute; "
+        "the other groups stay at each duel's own values (default: all groups)",
+    )
+    add_extrapolation_flag(parser)
     add_mapping_flags(parser)
     parser.set_defaults(run=run)
 
@@ -191,8 +209,13 @@ def run(args: argparse.Namespace) -> int:
     if args.scheduler is not None:  # before any work, as the connection itself is
         check_scheduler_address(args.scheduler)
     fn = load_model(args.model)
+    if args.interaction_groups is not None and args.what != "interactions":
+        raise ValueError("--interaction-groups goes with --what interactions")
     if args.what == "interactions":
-        check_interaction_groups(fn.item_space.n_groups)
+        if args.interaction_groups is None:
+            check_interaction_groups(fn.item_space.n_groups)
+        elif chosen_groups(fn, args.interaction_groups) is not None and args.uncertainty:
+            raise ValueError("--uncertainty is for all item groups: drop --interaction-groups")
     if args.what == "context" and fn.kind != "cgpm":
         raise ValueError(f"--what context needs a C-GPM model file, this one is {fn.kind!r}")
     if args.uncertainty:
@@ -213,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
     table = given.table
     skipped = 0
     outside = outside_pool_rows(given, fn, file_name)  # a wide table's unseen alternatives
+    if outside is not None:
+        check_extrapolation(fn.outside_training_range(*outside), args, "explain", file_name)
     if args.lenient and outside is None:
         table, rejected = usable_rows(table, fn, file_name)
         target = args.rejected_out or Path(args.out).with_name(
@@ -271,6 +296,10 @@ def _explanation(
         uncertainty=args.uncertainty,
     )
     contexts = read_contexts(table, fn, Path(args.duels).name) if args.what == "context" else None
+    if contexts is not None:
+        assert fn.context_space is not None
+        problems = outside_range(fn.context_space, fn.contexts, contexts, "context")
+        check_extrapolation(problems, args, "explain", Path(args.duels).name)
     expl = Explainer(fn, options, compute=compute)(
         duels.left,
         duels.right,
@@ -323,6 +352,7 @@ def _interactions(
         duel_ids=duels.ids,
         explainer=explainer,
         progress=stderr_progress(args.quiet),
+        groups=args.interaction_groups,
     )
     out = interaction_table(inter, table)
     if args.uncertainty:

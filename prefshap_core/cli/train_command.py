@@ -8,18 +8,23 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from prefshap_core.cli._output import stderr_progress, write_rejected
 from prefshap_core.cli.data_flags import add_mapping_flags, mapping_from_flags
 from prefshap_core.data.build import load_directory
+from prefshap_core.data.duel_data import DuelData
 from prefshap_core.data.encoding.tables import MISSING_INDICATOR_SHARE
 from prefshap_core.data.layouts.loading import load_files
 from prefshap_core.data.layouts.mapping import ColumnMapping
 from prefshap_core.datasets.registry import DATASET_NAMES, load_dataset
 from prefshap_core.models.model_file import save_model
 from prefshap_core.models.params import PARAMS, ParamSpec
+from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.workflow.settings import TrainSettings
 from prefshap_core.workflow.training import LARGE_DUELS, expected_training_minutes, train
 
@@ -106,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     # progress) goes to stderr with ours.
     with contextlib.redirect_stdout(sys.stderr):
         result = train(data, settings, stderr_progress(args.quiet))
-    save_model(result.function, args.out)
+    save_model(_with_item_names(result.function, data), args.out)
     report = result.to_json()
     report["skipped"] = data.report.skipped_duels + data.report.dropped_duels
     report["ties"] = data.n_ties
@@ -116,6 +121,15 @@ def run(args: argparse.Namespace) -> int:
     report["out"] = str(args.out)
     print(json.dumps(report, sort_keys=False), flush=True)
     return 0
+
+
+def _with_item_names(fn: PreferenceFunction, data: DuelData) -> PreferenceFunction:
+    """The model with the data's item names (the file's optional ``item_names``), if any."""
+    if data.item_labels is None:
+        return fn
+    label = dict(zip(data.item_ids.astype(str), data.item_labels.astype(str), strict=True))
+    names = np.array([label.get(str(i), str(i)) for i in fn.item_ids], dtype=str)
+    return replace(fn, item_names=names)
 
 
 def _reading_options(args: argparse.Namespace) -> dict[str, Any]:

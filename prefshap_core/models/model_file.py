@@ -54,6 +54,7 @@ DOCUMENTED_ARRAYS = {
     "context_group_names": "optional",
     "context_feature_group": "optional",
     "posterior_factor": "optional",  # (M, r) F, Sigma ~= F F^T: the uncertainty
+    "item_names": "optional",  # (n,) display names beside item_ids
 }
 # Longest metadata JSON read (it is informational; a deep or huge one is refused).
 _MAX_METADATA_CHARS = 1_000_000
@@ -98,6 +99,8 @@ def model_arrays(fn: PreferenceFunction) -> dict[str, np.ndarray]:
         )
     if fn.posterior_factor is not None:
         arrays["posterior_factor"] = np.asarray(fn.posterior_factor, dtype=np.float64)
+    if fn.item_names is not None:
+        arrays["item_names"] = _str_array(fn.item_names)
     assert set(arrays) <= set(DOCUMENTED_ARRAYS), "undocumented array"
     return arrays
 
@@ -274,6 +277,8 @@ def _function_from_arrays(arrays: dict[str, np.ndarray], name: str) -> Preferenc
     )
     if "posterior_factor" in arrays:
         fields["posterior_factor"] = _posterior_factor(r, m)
+    if "item_names" in arrays:
+        fields["item_names"] = r.strings("item_names", n)
     if kind == "cgpm":
         ctx_space = r.space(
             "context_names",

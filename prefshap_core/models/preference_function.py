@@ -37,6 +37,7 @@ from prefshap_core.kernels.rbf import rbf_gram
 from prefshap_core.kernels.rows import unique_rows
 from prefshap_core.models.centres import GameCentres
 from prefshap_core.models.decision_parts import DecisionParts
+from prefshap_core.models.extrapolation import outside_range, warn_if_outside
 
 KINDS = ("gpm", "upm", "cgpm")
 
@@ -62,6 +63,7 @@ class PreferenceFunction:
     metadata: dict[str, Any] = field(default_factory=dict)
     # (M, r) F with Sigma ~= F F^T, the Laplace posterior of alpha (models.posterior)
     posterior_factor: np.ndarray | None = None
+    item_names: np.ndarray | None = None  # (n,) str display names of the items; None: the ids
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -88,6 +90,9 @@ class PreferenceFunction:
         factor = self.posterior_factor
         if factor is not None and (np.ndim(factor) != 2 or np.shape(factor)[0] != m):
             raise ValueError(f"posterior_factor must be ({m}, r), got {np.shape(factor)}")
+        names = self.item_names
+        if names is not None and np.shape(names) != (len(self.item_ids),):
+            raise ValueError(f"item_names must be ({len(self.item_ids)},), got {np.shape(names)}")
 
     # -- sizes -------------------------------------------------------------------
     @property
@@ -97,6 +102,12 @@ class PreferenceFunction:
     @property
     def has_context(self) -> bool:
         return self.kind == "cgpm"
+
+    @property
+    def item_labels(self) -> np.ndarray:
+        """(n,) str: the items' names where the file has them, else their ids."""
+        names = self.item_ids if self.item_names is None else self.item_names
+        return np.asarray(names).astype(str)
 
     # -- kernels -----------------------------------------------------------------
     def context_kernel_to_centres(self, u: np.ndarray, compute: Compute) -> torch.Tensor:
@@ -155,7 +166,10 @@ class PreferenceFunction:
         u: np.ndarray | None = None,
         compute: Compute | None = None,
     ) -> np.ndarray:
-        """g for model-space rows (q, d); C-GPM without ``u``: context-averaged."""
+        """g for model-space rows (q, d); C-GPM without ``u``: context-averaged.
+
+        Rows outside the training range warn (:meth:`outside_training_range`)."""
+        warn_if_outside(self.outside_training_range(x_left, x_right, u))
         return self.decision_on_pool(*self._pooled(x_left, x_right, u), compute=compute)
 
     def decision_on_pool(
@@ -181,6 +195,7 @@ class PreferenceFunction:
         compute: Compute | None = None,
     ) -> DecisionParts:
         """g split into its utility and intransitive parts; the call form of :meth:`decision`."""
+        warn_if_outside(self.outside_training_range(x_left, x_right, u))
         return self.decision_parts_on_pool(*self._pooled(x_left, x_right, u), compute=compute)
 
     def decision_parts_on_pool(
@@ -211,6 +226,20 @@ class PreferenceFunction:
         utility = self._bracket_sum(*duels, compute, chunk, (0.0, self.utility_weight))
         intransitive = self._bracket_sum(*duels, compute, chunk, (1.0, 0.0))
         return DecisionParts(utility, intransitive)
+
+    def outside_training_range(
+        self, x_left: np.ndarray, x_right: np.ndarray | None = None, u: np.ndarray | None = None
+    ) -> list[str]:
+        """The columns of these model-space rows outside the observed pool's min/max (the
+        items; a C-GPM's contexts for ``u``), one line each in raw units; [] when none."""
+        rows = np.atleast_2d(x_left)
+        if x_right is not None:
+            rows = np.vstack([rows, np.atleast_2d(x_right)])
+        out = outside_range(self.item_space, self.items, rows, "item")
+        if u is not None and self.kind == "cgpm":
+            assert self.context_space is not None and self.contexts is not None
+            out += outside_range(self.context_space, self.contexts, u, "context")
+        return out
 
     def _pooled(
         self, x_left: np.ndarray, x_right: np.ndarray, u: np.ndarray | None
@@ -330,6 +359,7 @@ class PreferenceFunction:
         compute: Compute | None = None,
     ) -> np.ndarray:
         """Posterior sd of g, ``sqrt(b(x)^T F F^T b(x))``; the call form of :meth:`decision`."""
+        warn_if_outside(self.outside_training_range(x_left, x_right, u))
         return self.decision_sd_on_pool(*self._pooled(x_left, x_right, u), compute=compute)
 
     def decision_sd_on_pool(

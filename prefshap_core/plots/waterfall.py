@@ -39,8 +39,13 @@ def waterfall(
     *,
     index: int = 0,
     max_display: int = 10,
+    probability_note: str = "",
 ) -> go.Figure:
-    """Waterfall of duel ``index``: item contributions, then (C-GPM) context ones."""
+    """Waterfall of duel ``index``: item contributions, then (C-GPM) context ones.
+
+    The title's probability is sigmoid of the path's end, as a percentage with one
+    decimal (how the dashboard prints every probability); ``probability_note`` says
+    which g it is (e.g. ``"averaged over the observed contexts"``)."""
     _check_index(item_expl, index)
     if context_expl is not None:
         _check_same_duel(item_expl, context_expl, index)
@@ -124,7 +129,8 @@ def waterfall(
         _mark_level(fig, items_out, text, at_top=True, line=0)
     if len(sections) > 1:
         _separate_sections(fig, section_bounds)
-    fig.update_layout(title={"text": _title(item_expl, index, left, right, output), "x": 0.0})
+    title = _title(item_expl, index, left, right, output, probability_note)
+    fig.update_layout(title={"text": title, "x": 0.0})
     return fig
 
 
@@ -338,12 +344,18 @@ def _separate_sections(fig: go.Figure, bounds: list[tuple[str, int, int]]) -> No
         )
 
 
-def _title(expl: Explanation, index: int, left: str, right: str, output: float) -> str:
-    p_left = sigmoid(output)
+def _title(
+    expl: Explanation, index: int, left: str, right: str, output: float, note: str = ""
+) -> str:
+    p_left = f"{100.0 * sigmoid(output):.1f} %"
     ids = f"{expl.left_ids[index]} vs {expl.right_ids[index]}"
     winner = int(expl.winners[index])
     outcome = {1: f" · winner: {left}", -1: f" · winner: {right}"}.get(winner, "")
+    # The probability alone on the first line, so a narrow page never cuts it; the
+    # pair, which g it is (the note) and the duel on the second.
+    note = f" · P {note}" if note else ""
     return (
-        f"<b>{left}</b> (left) vs <b>{right}</b> (right): P({left} wins) = {p_left:.3f}"
+        f"<b>P({left} wins) = {p_left}</b>"
+        f"<br><sup>{left} (left) vs {right} (right){note}</sup>"
         f"<br><sup>duel {expl.duel_ids[index]} · ids {ids}{outcome}</sup>"
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from prefshap_core.analysis.contexts import data_context_labels
 from prefshap_core.data.duel_data import DuelData
 from prefshap_core.workflow.selections import duels_of_item
 
@@ -45,8 +46,9 @@ def item_record(data: DuelData, item_id: str) -> ItemRecord:
             "result": np.where(won, "won", np.where(tied, "tie", "lost")),
         }
     )
-    if data.has_context and data.context_labels is not None and data.context_index is not None:
-        table["context"] = data.context_labels[data.context_index[idx]]
+    labels = data_context_labels(data)
+    if labels is not None and data.context_index is not None:
+        table["context"] = labels[data.context_index[idx]]
     return ItemRecord(
         item_id=str(item_id),
         label=str(data.labels[row]),

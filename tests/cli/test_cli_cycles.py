@@ -39,7 +39,8 @@ def test_one_json_line_with_the_contract_keys(model_files, capsys):
     assert len(lines) == 1
     report = json.loads(lines[0])
     assert set(report) == {
-        "n_items", "cyclic_share", "cyclic_share_interval", "n_draws", "triangles"
+        "n_items", "cyclic_share", "cyclic_share_interval", "n_draws", "n_cyclic_triangles",
+        "n_scored", "n_listed", "triangles",
     }  # fmt: skip
     fn = load_model(model_files["cgpm"])
     assert report["n_items"] == min(500, len(fn.item_ids))
@@ -56,6 +57,42 @@ def test_one_json_line_with_the_contract_keys(model_files, capsys):
         strengths.append(g.sum())
     assert strengths == sorted(strengths, reverse=True)
     assert "Searching cyclic triangles" in err  # progress goes to stderr
+    # every count in the JSON line: the brute-force count of cyclic triangles
+    g = fn.decision_matrix(fn.items[: report["n_items"]])
+    n = len(g)
+    brute = sum(
+        1
+        for a in range(n) for b in range(a + 1, n) for c in range(b + 1, n)
+        if (g[a, b] > 0 and g[b, c] > 0 and g[c, a] > 0)
+        or (g[a, c] > 0 and g[c, b] > 0 and g[b, a] > 0)
+    )  # fmt: skip
+    assert report["n_cyclic_triangles"] == brute
+    assert report["n_listed"] == len(report["triangles"])
+    assert report["n_scored"] >= report["n_listed"]
+
+
+def test_triangles_carry_the_item_names(model_files, capsys):
+    fn = load_model(model_files["cgpm"])
+    assert fn.item_names is not None  # sample_data/items.csv has a name column
+    name = dict(zip(fn.item_ids.tolist(), fn.item_names.tolist(), strict=True))
+    assert any(name[i] != i for i in name)
+    _, out, _ = _cycles(capsys, "--model", model_files["cgpm"], "--top", 3,
+                        "--min-p-cycle", 0, "--quiet")  # fmt: skip
+    triangles = json.loads(out)["triangles"]
+    assert triangles
+    for triangle in triangles:
+        assert triangle["names"] == [name[i] for i in triangle["items"]]
+
+
+def test_without_item_names_the_names_are_the_ids(model_files, capsys, tmp_path):
+    arrays = dict(np.load(model_files["cgpm"]))
+    del arrays["item_names"]
+    bare = tmp_path / "bare.npz"
+    np.savez(bare, **arrays)
+    assert load_model(bare).item_names is None
+    _, out, _ = _cycles(capsys, "--model", bare, "--top", 3, "--min-p-cycle", 0, "--quiet")
+    for triangle in json.loads(out)["triangles"]:
+        assert triangle["names"] == triangle["items"]
 
 
 def test_upm_has_no_cycles(model_files, capsys):

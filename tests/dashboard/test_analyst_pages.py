@@ -257,5 +257,5 @@ def test_head_to_head_per_context_on_a_cgpm() -> None:
     # The waterfall has the item and the context part (under the chosen context).
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert len(spec["data"]) == 2
-    box = next(s for s in at.selectbox if s.label == "Context of the explained duel")
-    assert len(box.options) == len(fn.contexts)
+    box = next(s for s in at.selectbox if s.label == "Context of the duel")
+    assert len(box.options) == len(fn.contexts) + 1  # and the context-averaged model

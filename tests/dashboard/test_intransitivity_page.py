@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -38,16 +37,19 @@ def test_demo_page_shows_share_cycles_links_and_the_potential() -> None:
     assert 5.0 < share < 100.0
     assert int(metrics["Cyclic triangles (model)"].replace(",", "")) > 0
     assert int(metrics["Cyclic triangles (data)"].replace(",", "")) > 0
-    shown = texts(at)
-    # Each edge opens the Head-to-head page of its pair on this dataset and model.
-    targets = re.findall(r"\]\((head-to-head\?[^)]+)\)", shown)
-    queries = [parse_qs(urlsplit(target).query) for target in targets]
-    model = at.session_state["models"][fp].settings_fp
-    assert all(q["dataset"] == ["demo"] and q["model"] == [model] for q in queries)
-    links = [(q["a"][0], q["b"][0]) for q in queries]
-    assert len(links) >= 3 * 20  # 20 model cycles, three edges each, and the data's
-    first = links[:3]  # one cycle: a > b, b > c, c > a
-    assert first[0][1] == first[1][0] and first[1][1] == first[2][0] and first[2][1] == first[0][0]
+    # One row per cycle: three names, three probabilities in columns (not a wall of links).
+    model_cycles, data_cycles = (frame.value for frame in at.dataframe[:2])
+    assert list(model_cycles.columns[:7]) == [
+        "#", "A", "B", "C", "P(A beats B)", "P(B beats C)", "P(C beats A)",
+    ]  # fmt: skip
+    assert len(model_cycles) == 20
+    percent = re.compile(r"\d{1,3}\.\d %")  # the dashboard's one rounding of probabilities
+    for column in ("P(A beats B)", "P(B beats C)", "P(C beats A)"):
+        assert all(percent.fullmatch(v) and float(v[:-2]) > 50 for v in model_cycles[column])
+    assert list(data_cycles.columns) == ["#", "A", "B", "C", "A over B", "B over C", "C over A"]
+    names = set(at.session_state["datasets"][at.session_state["active_dataset"]].data.labels)
+    assert set(model_cycles[["A", "B", "C"]].to_numpy().ravel()) <= set(map(str, names))
+    assert "head-to-head?" not in texts(at)  # the links come with a selected row
     assert "potential s" in at.get("plotly_chart")[0].proto.spec
     assert "Cycles (CSV)" in export_labels(at)
 

@@ -176,7 +176,7 @@ def test_model_contexts_and_what_if_columns(
     weights = np.asarray(fn.context_weights)
     assert sorted(choices.order) == list(range(len(fn.contexts)))
     assert np.all(np.diff(weights[choices.order]) <= 0)  # the most frequent first
-    assert sorted(choices.labels) == ["indoor", "outdoor"]
+    assert sorted(choices.labels) == ["venue = indoor", "venue = outdoor"]  # named columns
     assert views_data.context_groups(loaded, model) == categorical_context_groups(fn)
 
     data = loaded.data

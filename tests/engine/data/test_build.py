@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from prefshap_core.analysis.contexts import data_context_labels
 from prefshap_core.data.build import build_duel_data, load_directory
 from prefshap_core.data.csv_io import read_table
 from prefshap_core.data.duel_data import DuelData, split_duels
@@ -295,6 +296,12 @@ def test_numeric_context_columns_get_readable_labels() -> None:
     assert sorted(data.context_labels.tolist()) == ["away / temp 25.5", "home / temp 20"]
     weights = dict(zip(data.context_labels, data.context_weights(), strict=True))
     assert weights == {"away / temp 25.5": 1.0, "home / temp 20": 2.0}
+    # what the pages show: every value beside its column
+    named = data_context_labels(data)
+    assert sorted(named.tolist()) == ["venue = away, temp = 25.5", "venue = home, temp = 20"]
+    assert named[data.context_index].tolist() == [
+        "venue = home, temp = 20", "venue = away, temp = 25.5", "venue = home, temp = 20"
+    ]  # fmt: skip
 
 
 def test_load_directory_needs_both_files(tmp_path: Path) -> None:

@@ -81,6 +81,24 @@ def test_round_trip_gives_identical_g(tmp_path, kind, utility_weight):
     assert int(np.load(path)["format_version"]) == 2  # the writer always writes 2
 
 
+def test_optional_item_names_round_trip_without_a_new_version(tmp_path):
+    from dataclasses import replace
+
+    fn = _random_function("gpm")
+    assert load_model(save_model(fn, tmp_path / "bare.npz")).item_names is None
+    names = np.array([f"name {k}" for k in range(len(fn.item_ids))])
+    path = save_model(replace(fn, item_names=names), tmp_path / "named.npz")
+    back = load_model(path)
+    assert back.item_names.tolist() == names.tolist()
+    assert back.item_labels.tolist() == names.tolist()
+    assert int(np.load(path)["format_version"]) == 2
+    arrays = dict(np.load(path))
+    arrays["item_names"] = names[:-1]
+    np.savez(tmp_path / "short.npz", **arrays)
+    with pytest.raises(ModelFileError, match="item_names"):
+        load_model(tmp_path / "short.npz")
+
+
 def _documented_reader() -> str:
     """The Python block of docs/model-format.md, as written there."""
     text = (repo_root() / "docs" / "model-format.md").read_text(encoding="utf-8")

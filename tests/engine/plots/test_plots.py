@@ -259,7 +259,8 @@ def test_waterfall_runs_from_base_to_output_largest_on_top() -> None:
     labels = tick_names_top_down(fig)
     assert labels[0].startswith(expl.player_names[order[0]])
     assert labels[-1] == "3 other features"
-    assert f"= {sigmoid(expl.outputs[4]):.3f}" in fig.layout.title.text
+    # the dashboard's one rounding of probabilities: a percentage, one decimal
+    assert f"= {100 * sigmoid(expl.outputs[4]):.1f} %" in fig.layout.title.text
     assert expl.left_labels[4] in fig.layout.title.text
 
 
@@ -308,7 +309,10 @@ def test_waterfall_context_part_starts_at_the_items_output() -> None:
     assert c_starts[0] == pytest.approx(items.outputs[-1], abs=1e-12)
     np.testing.assert_allclose(c_starts[1:], c_starts[:-1] + c_steps[:-1])
     assert c_starts[-1] + c_steps[-1] == pytest.approx(context.outputs[-1], abs=1e-12)
-    assert f"= {sigmoid(context.outputs[-1]):.3f}" in fig.layout.title.text
+    assert f"= {100 * sigmoid(context.outputs[-1]):.1f} %" in fig.layout.title.text
+    noted = waterfall(items, context, index=-1, probability_note="under surface = clay")
+    assert f"= {100 * sigmoid(context.outputs[-1]):.1f} %</b><br>" in noted.layout.title.text
+    assert " · P under surface = clay</sup><br><sup>duel " in noted.layout.title.text
     assert any(t.startswith("surface = ") for t in fig.layout.yaxis.ticktext)
 
 
