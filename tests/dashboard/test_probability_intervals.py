@@ -66,3 +66,25 @@ def test_rankings_show_sd_and_a_rank_interval_around_each_rank():
     assert "UPM utility f(x) ± sd" in table.columns
     assert (table["UPM utility f(x) ± sd"] > 0).all()
     assert "posterior draws" in texts(at)
+
+
+def test_head_to_head_interval_is_of_the_probability_shown_under_a_context():
+    """Under a chosen observed context the sd is g(u, a, b)'s, averaged: g_bar's."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from dashboard.services.intervals import pair_g_sd
+    from prefshap_core.explain.reference import random_preference_function
+
+    fn = random_preference_function("cgpm", n_items=8, n_centres=10, groups=[("a", 1), ("b", 2)],
+                                    seed=3, context_groups=[("c", 2)], n_contexts=5)  # fmt: skip
+    rng = np.random.default_rng(3)
+    fn = replace(fn, posterior_factor=rng.standard_normal((fn.n_centres, 4)))
+    model = SimpleNamespace(function=fn)
+    x_a, x_b = fn.items[[0]], fn.items[[1]]
+    averaged = pair_g_sd(model, x_a, x_b)
+    assert averaged == pytest.approx(float(fn.decision_sd(x_a, x_b)[0]), rel=1e-12)
+    for row in range(len(fn.contexts)):
+        expected = float(fn.decision_sd(x_a, x_b, fn.contexts[[row]])[0])
+        assert pair_g_sd(model, x_a, x_b, row) == pytest.approx(expected, rel=1e-12)
+    assert pair_g_sd(model, x_a, x_b, 0) != pytest.approx(averaged, rel=1e-6)
