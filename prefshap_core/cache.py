@@ -176,6 +176,8 @@ class DiskCache:
                 rankability_items=int(info["rankability_items"]),
                 seconds={k: float(v) for k, v in info["seconds"].items()},
                 baseline_function=baseline,
+                cv=info.get("cv"),
+                baseline_cv=info.get("baseline_cv"),
             )
         except IntegrityError as exc:
             self._miss(folder, exc)
@@ -195,6 +197,8 @@ class DiskCache:
             "rankability": float(result.rankability),
             "rankability_items": int(result.rankability_items),
             "seconds": {k: float(v) for k, v in result.seconds.items()},
+            "cv": result.cv,
+            "baseline_cv": result.baseline_cv,
         }
 
         def write(tmp: Path) -> None:
