@@ -23,7 +23,8 @@ def test_unknown_device_is_a_clear_error(tmp_path, capsys, command: str) -> None
                 "--device", "tpu", "--quiet"]  # fmt: skip
     else:
         model = tmp_path / "m.npz"
-        assert main(["train", "--model", "gpm", "--data", str(SAMPLE), "--out", str(model), "--n-centres", "50",
+        assert main(["train", "--model", "gpm", "--data", str(SAMPLE), "--out", str(model),
+                     "--n-centres", "50",
                      "--lengthscale-scale", "1", "--penalty", "1e-3", "--quiet"]) == 0  # fmt: skip
         duels = tmp_path / "d.csv"
         pd.DataFrame({"left": ["c01"], "right": ["c02"]}).to_csv(duels, index=False)
@@ -44,7 +45,8 @@ def test_train_stdout_holds_only_the_json_line(tmp_path, capsys, monkeypatch) ->
 
     monkeypatch.setattr("prefshap_core.cli.train_command.train", chatty_train)
     out = tmp_path / "m.npz"
-    assert main(["train", "--model", "gpm", "--data", str(SAMPLE), "--out", str(out), "--n-centres", "50",
+    assert main(["train", "--model", "gpm", "--data", str(SAMPLE), "--out", str(out),
+                 "--n-centres", "50",
                  "--lengthscale-scale", "1", "--penalty", "1e-3", "--quiet"]) == 0  # fmt: skip
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
