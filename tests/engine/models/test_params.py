@@ -242,9 +242,7 @@ PREVIOUS_EVERY_FLAG = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "argv, expected", [([], DEFAULTS_NOW), (EVERY_FLAG, PREVIOUS_EVERY_FLAG)]
-)
+@pytest.mark.parametrize("argv, expected", [([], DEFAULTS_NOW), (EVERY_FLAG, PREVIOUS_EVERY_FLAG)])
 def test_train_flags_parse_as_before(argv, expected) -> None:
     parsed = vars(_train_parser().parse_args(REQUIRED + argv))
     parsed.pop("run")
