@@ -57,7 +57,8 @@ def _train(code: Path, source: str, model: str, out: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code)}
     command = ["/usr/bin/time", "-v", sys.executable, "-m", "prefshap_core.cli", "train",
                "--quiet", "--data", source, "--model", model, "--out", str(out)]  # fmt: skip
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    # cwd = the checkout: ``python -m`` puts the working directory before PYTHONPATH.
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, cwd=code)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])
