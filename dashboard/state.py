@@ -96,7 +96,7 @@ class TrainedModel:
 
     @property
     def kind(self) -> str:
-        return self.settings.kind
+        return self.result.kind  # under auto: the chosen kind
 
 
 @dataclass(frozen=True, eq=False)

@@ -179,6 +179,8 @@ class DiskCache:
                 rankability_items=int(info["rankability_items"]),
                 seconds={k: float(v) for k, v in info["seconds"].items()},
                 baseline_function=baseline,
+                cv=info.get("cv"),
+                baseline_cv=info.get("baseline_cv"),
             )
         except IntegrityError as exc:
             self._miss(folder, exc)
@@ -198,6 +200,8 @@ class DiskCache:
             "rankability": float(result.rankability),
             "rankability_items": int(result.rankability_items),
             "seconds": {k: float(v) for k, v in result.seconds.items()},
+            "cv": result.cv,
+            "baseline_cv": result.baseline_cv,
         }
 
         def write(tmp: Path) -> None:

@@ -78,8 +78,8 @@ def form_rows(
 
 def form_field(param: ParamSpec, context: FormContext, kind: str | None) -> FormField | None:
     """The widget of one parameter, or None where it does not apply."""
-    if kind is not None and kind not in param.models:
-        return None
+    if kind is not None and kind != "auto" and kind not in param.models:
+        return None  # under auto every candidate's fields apply
     columns = {"items": context.item_columns, "context": context.context_columns}
     data_columns = columns[param.columns] if param.columns else ()
     if param.columns and not data_columns:

@@ -14,7 +14,7 @@ from prefshap_core.workflow.fingerprints import settings_fingerprint
 from prefshap_core.workflow.settings import TrainSettings
 from prefshap_core.workflow.training import train
 
-MODEL_TITLES = {"gpm": "GPM", "cgpm": "C-GPM", "upm": "UPM"}
+MODEL_TITLES = {"gpm": "GPM", "cgpm": "C-GPM", "upm": "UPM", "auto": "the best model"}
 
 
 def training_job_key(loaded: state.LoadedData) -> str:

@@ -21,6 +21,11 @@ from prefshap_core.workflow.fingerprints import settings_fingerprint
 from prefshap_core.workflow.settings import TrainSettings
 
 MODELS = {
+    "auto": (
+        "Auto",
+        "Fits the UPM, the GPM (and the C-GPM with context columns); keeps the best by "
+        "validation log loss (K-fold CV on small data).",
+    ),
     "gpm": (
         "GPM",
         "Generalised preferential model: learns who beats whom, matchups and cycles included.",
@@ -49,7 +54,9 @@ def _settings_form(loaded: state.LoadedData) -> TrainSettings:
         item_columns=data.item_space.feature_names,
         context_columns=None if data.context_space is None else data.context_space.feature_names,
         offered={
-            "kind": ("cgpm", "gpm", "upm") if loaded.has_context else ("gpm", "upm"),
+            "kind": ("auto", "cgpm", "gpm", "upm")
+            if loaded.has_context
+            else ("auto", "gpm", "upm"),
             "device": ("cpu",) + (("cuda",) if default_compute().device == "cuda" else ()),
             # The optional falkon package is offered only where it is installed.
             "backend": ("torch",) + (("falkon",) if importlib.util.find_spec("falkon") else ()),
@@ -149,6 +156,43 @@ def _summary_facts(loaded: state.LoadedData, model: state.TrainedModel, kind: st
     return {"kind": kind, "duels_per_item": 2 * len(model.split.train) / n_items}
 
 
+def _headline(result, kind: str) -> tuple[str, str, str | None, str]:
+    """(label, value, "vs UPM" delta, the UPM's value): the K-fold CV ROC AUC with its
+    sd on small data (a handful of test duels ranks nothing), else the test ROC AUC;
+    the delta compares the same metric."""
+    upm = result.baseline_metrics
+    if result.cv is not None:
+        cv, upm_cv = result.cv, result.baseline_cv
+        value = f"{cv['roc_auc_mean']:.3f} ± {cv['roc_auc_sd']:.3f}"
+        delta = None
+        upm_value = "—"
+        if upm_cv is not None:
+            delta = f"{cv['roc_auc_mean'] - upm_cv['roc_auc_mean']:+.3f} vs UPM (CV)"
+            upm_value = f"{upm_cv['roc_auc_mean']:.3f} ± {upm_cv['roc_auc_sd']:.3f}"
+        return f"{kind} ROC AUC ({cv['folds']}-fold CV)", value, delta, upm_value
+    test = result.metrics["test"]
+    delta = None if upm is None else f"{test['roc_auc'] - upm['roc_auc']:+.3f} vs UPM"
+    upm_value = "—" if upm is None else f"{upm['roc_auc']:.3f}"
+    return f"{kind} ROC AUC (test)", f"{test['roc_auc']:.3f}", delta, upm_value
+
+
+def _candidates_table(result) -> pd.DataFrame | None:
+    """Every candidate's held-out numbers (under auto), or None for one explicit kind."""
+    candidates = result.candidates
+    if len(candidates) < 2:
+        return None
+    rows = {
+        MODELS[c["model"]][0] + (" (chosen)" if c["model"] == result.kind else ""): {
+            "Validation log loss": c["validation_log_loss"],
+            "ROC AUC (test)": c["test_roc_auc"],
+            "ROC AUC (K-fold CV)": c["cv_roc_auc"],
+            "Seconds": c["seconds"],
+        }
+        for c in candidates
+    }
+    return pd.DataFrame(rows).T
+
+
 def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
     result = model.result
     kind = MODELS[model.kind][0]
@@ -160,23 +204,30 @@ def _results(loaded: state.LoadedData, model: state.TrainedModel) -> None:
         f"Held-out test split: {len(model.split.test):,} duels (trained on "
         f"{len(model.split.train):,}, tuned on {len(model.split.validation):,}) · {source}"
     )
+    choice = result.model_choice
+    if choice.get("requested") == "auto":
+        st.markdown(f"**Chosen automatically** — {md(choice['reason'])} (lower is better).")
+    label, value, delta, upm_value = _headline(result, kind)
     c = st.columns(4)
-    c[0].metric(
-        f"{kind} ROC AUC (test)",
-        f"{test['roc_auc']:.3f}",
-        delta=None if upm is None else f"{test['roc_auc'] - upm['roc_auc']:+.3f} vs UPM",
-    )
-    c[1].metric("UPM ROC AUC (test)", "—" if upm is None else f"{upm['roc_auc']:.3f}")
+    c[0].metric(label, value, delta=delta)
+    c[1].metric(label.replace(kind, "UPM", 1), upm_value)
     c[2].metric(f"{kind} accuracy (test)", f"{test['accuracy']:.3f}")
     c[3].metric("SpecR (rankability)", f"{result.rankability:.2f}")
+    cv, upm_cv = result.cv, result.baseline_cv
     st.markdown(
         _specr_sentence(
             result.rankability,
-            test["roc_auc"],
-            None if upm is None else upm["roc_auc"],
+            test["roc_auc"] if cv is None else cv["roc_auc_mean"],
+            None
+            if upm is None
+            else (upm["roc_auc"] if cv is None or upm_cv is None else upm_cv["roc_auc_mean"]),
             **_summary_facts(loaded, model, kind),
         )
     )
+    candidates = _candidates_table(result)
+    if candidates is not None:
+        st.caption("Every candidate, on the same split:")
+        st.dataframe(candidates, width="stretch")
     if result.rankability_items < loaded.data.n_items:
         st.caption(
             f"SpecR measured on the {result.rankability_items:,} most active items "

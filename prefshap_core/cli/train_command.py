@@ -32,7 +32,7 @@ from prefshap_core.workflow.training import LARGE_DUELS, expected_training_minut
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train",
-        help="train a GPM, UPM or C-GPM and save it as a model file",
+        help="train a GPM, UPM or C-GPM (or the best of them) and save it as a model file",
         description="Train on the seeded 80/10/10 split; print one JSON line with held-out "
         "metrics and timings; write the pickle-free model file (docs/model-format.md).",
     )
@@ -178,7 +178,11 @@ def add_param_flags(parser: argparse.ArgumentParser) -> None:
         if spec.value in ("int", "float", "floats"):
             kwargs["type"] = _number_reader(spec)
         parser.add_argument(
-            spec.flag, dest=flag_dest(spec), default=spec.default, help=spec.help, **kwargs
+            spec.flag,
+            dest=flag_dest(spec),
+            default=spec.offered_default,
+            help=spec.help,
+            **kwargs,
         )
 
 

@@ -32,9 +32,10 @@ from prefshap_core.models.hyperparameters import (
     median_lengthscales,
     scale_candidates,
 )
+from prefshap_core.models.path_fitter import PathFitter
 from prefshap_core.models.posterior import with_holdout_dispersion, with_training_posterior
 from prefshap_core.models.preference_function import PreferenceFunction
-from prefshap_core.models.search import PathFitter, cross_validate, select_on_holdout
+from prefshap_core.models.search import cross_validate, select_on_holdout
 from prefshap_core.progress import Progress, ensure_progress
 from prefshap_core.solvers.options import SolverOptions
 
@@ -113,11 +114,14 @@ class PreferenceModel:
         train: np.ndarray | None = None,
         validation: np.ndarray | None = None,
         progress: Progress | None = None,
+        *,
+        posterior: bool = True,
     ) -> PreferenceModel:
         """Fit on ``train`` duels, choosing what is not fixed on ``validation`` duels.
 
         Without ``train``/``validation``, the seeded 80/10/10 split of ``data`` is used
-        (its test part is left untouched).
+        (its test part is left untouched). ``posterior=False`` leaves the training
+        posterior out (a candidate that may not be kept: ``add_posterior`` adds it).
         """
         start = time.perf_counter()
         self._check_params(data)
@@ -174,8 +178,7 @@ class PreferenceModel:
             )
         chosen = record.chosen
         assert chosen is not None
-        rng = np.random.default_rng(self.seed)
-        centres = np.sort(rng.choice(len(train), min(self.n_centres, len(train)), replace=False))
+        centres = fitter.centres(len(train))  # the positions the search's fits used
 
         self.lengthscale_scale_ = chosen.lengthscale_scale
         # The fitter's lengthscales include the refined group factors (if any).
@@ -193,15 +196,29 @@ class PreferenceModel:
         # not here: fitting a preference function needs no explainer.
         self.cme_lambda_ = DEFAULT_CME_LAMBDA if self.cme_lambda is None else float(self.cme_lambda)
         self.function_ = self._function(data, centre_duels, alpha, train)
-        if self.loss == "logistic":  # the squared loss has no likelihood to read one from
-            self.function_ = with_training_posterior(
-                self.function_, data, train, chosen.penalty, fitter.solver, compute, self.seed
-            )
-            if not use_cv:  # K-fold refits on every duel: none is held out to calibrate on
-                self.function_ = with_holdout_dispersion(self.function_, data, validation, compute)
+        self.solver_, self.compute_ = fitter.solver, compute
+        # K-fold refits on every duel: none is held out to calibrate the posterior on.
+        self.calibration_duels_ = np.empty(0, dtype=np.int64) if use_cv else validation
+        if posterior:
+            self.add_posterior(data)
         self.fit_seconds_ = time.perf_counter() - start
         self.function_.metadata.update(self._metadata(data))
         progress.update("Done", 1.0)
+        return self
+
+    def add_posterior(self, data: DuelData) -> PreferenceModel:
+        """Add the training posterior to the fitted function (if not there yet).
+
+        The squared loss has no likelihood to read one from: nothing is added then.
+        """
+        fn = self._fitted()
+        if self.loss == "logistic" and fn.posterior_factor is None:
+            fn = with_training_posterior(
+                fn, data, self.train_duels_, self.penalty_, self.solver_, self.compute_, self.seed
+            )
+            self.function_ = with_holdout_dispersion(
+                fn, data, self.calibration_duels_, self.compute_
+            )
         return self
 
     # -- prediction ----------------------------------------------------------------

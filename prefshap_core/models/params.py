@@ -82,6 +82,14 @@ class ParamSpec:
     columns: Literal["items", "context"] | None = None
     models: tuple[str, ...] = tuple(MODELS)
     auto: str | None = None
+    # Where the CLI flag and the Train form start when not at ``default`` (None: they
+    # start at it): ``prefshap train --model`` is "auto", ``TrainSettings`` a GPM.
+    client_default: Any = None
+
+    @property
+    def offered_default(self) -> Any:
+        """The default of the CLI flag and the Train form."""
+        return self.default if self.client_default is None else self.client_default
 
     @property
     def optional(self) -> bool:
@@ -265,8 +273,11 @@ _ESTIMATOR_SPECS = (
 
 # Run settings: not keywords of the estimator, so their defaults are given here.
 _KIND = ParamSpec(
-    "kind", "choice", "Model", "the model to train", "--model",
-    FormHint("basic", 0, per_dataset=True), default="gpm", choices=tuple(MODELS),
+    "kind", "choice", "Model",
+    "the model to train; auto (the default here): fit the UPM, the GPM and (with context "
+    "columns) the C-GPM, keep the best by validation log loss (K-fold CV on small data)",
+    "--model", FormHint("basic", 0, per_dataset=True), default="gpm",
+    choices=(*MODELS, "auto"), client_default="auto",
 )  # fmt: skip
 _RUN_SPECS = (
     ParamSpec(

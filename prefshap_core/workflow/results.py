@@ -51,12 +51,31 @@ class TrainingResult:
 
     # The UPM fitted beside a GPM/C-GPM for comparison (its f(x) ranks items).
     baseline_function: PreferenceFunction | None = None
+    # Small data: the baseline UPM's K-fold CV ROC AUC ("vs UPM" compares the same metric).
+    baseline_cv: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> str:
+        """The kind of the model written (under ``auto``: the chosen one)."""
+        return self.function.kind
+
+    @property
+    def model_choice(self) -> dict[str, Any]:
+        """How the kind was chosen: what was asked, every candidate's held-out numbers
+        and, under auto, why (``workflow.model_choice``); empty for older results."""
+        return dict(self.function.metadata.get("model_choice") or {})
+
+    @property
+    def candidates(self) -> list[dict[str, Any]]:
+        return list(self.model_choice.get("candidates", []))
 
     def to_json(self) -> dict[str, Any]:
         meta = self.function.metadata
         return {
             "dataset": self.data_name,
             "model": self.settings.kind,
+            "chosen_model": self.kind,
+            "candidates": self.candidates,
             "seed": self.settings.seed,
             "n_train": len(self.split.train),
             "n_validation": len(self.split.validation),
@@ -73,6 +92,11 @@ class TrainingResult:
             "context_lengthscale_factors": meta.get("context_lengthscale_factors"),
             "n_centres": len(self.function.alpha),
             **({} if self.cv is None else {"cv": {k: self.cv[k] for k in _CV_KEYS}}),
+            **(
+                {}
+                if self.baseline_cv is None
+                else {"upm_cv": {k: self.baseline_cv[k] for k in _CV_KEYS}}
+            ),
             "summary": self.summary(),
             "seconds": self.seconds,
         }

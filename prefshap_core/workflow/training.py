@@ -20,13 +20,23 @@ from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambd
 from prefshap_core.metrics import duel_rankability
 from prefshap_core.models.hyperparameters import (
     CV_FOLDS,
+    CV_MAX_DUELS,
     DEFAULT_CONTEXT_CME_LAMBDA,
+    SUBSAMPLE_CENTRES,
     SUBSAMPLE_TRAIN_DUELS,
     UTILITY_WEIGHTS,
+    centre_count,
 )
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import Progress, ensure_progress
 from prefshap_core.solvers.options import SolverOptions
+from prefshap_core.workflow.model_choice import (
+    AUTO,
+    Candidate,
+    candidate_kinds,
+    choose_candidate,
+    model_choice,
+)
 from prefshap_core.workflow.results import TrainingResult
 from prefshap_core.workflow.settings import TrainSettings
 
@@ -52,6 +62,7 @@ def cross_validated_auc(
     passes the ones it chose), else each fold tunes its own on its training part.
     Ties are left out of each fold's AUC; a fold without both outcomes is skipped.
     """
+    start = time.perf_counter()
     progress = ensure_progress(progress)
     order = np.random.default_rng([settings.seed, 3]).permutation(data.n_duels)
     folds = [np.sort(f) for f in np.array_split(order, min(CV_FOLDS, data.n_duels))]
@@ -77,6 +88,7 @@ def cross_validated_auc(
         "folds": len(aucs),
         "fold_roc_auc": aucs,
         "n_duels": data.n_duels,
+        "seconds": time.perf_counter() - start,
     }
 
 
@@ -85,14 +97,17 @@ def train(
 ) -> TrainingResult:
     """Fit the chosen model (and a UPM baseline) on the seeded 80/10/10 split.
 
-    When the test split is small (< ``SMALL_TEST`` duels), the ROC AUC is also
-    estimated by K-fold cross-validation over all duels (``TrainingResult.cv``).
+    ``settings.kind == "auto"``: every candidate that fits the data is fitted and the
+    best by held-out log loss is kept (``workflow.model_choice``); the UPM candidate
+    is the baseline. When the test split is small (< ``SMALL_TEST`` duels), the ROC
+    AUC is also estimated by K-fold cross-validation over all duels
+    (``TrainingResult.cv``, and the baseline's ``baseline_cv``).
     """
     start = time.perf_counter()
     progress = ensure_progress(progress)
     check_dataset_names(data.item_space, data.context_space)  # export columns stay unique
     split = split_duels(data.n_duels, settings.seed, groups=data.duel_groups)
-    with_baseline = settings.baseline and settings.kind != "upm"
+    with_baseline = settings.baseline and settings.kind not in ("upm", AUTO)
     main_share = 0.7 if with_baseline else 0.95
     sizes, shapes = training_sizes(data, settings, split)
     cache = budget.kernel_cache_allowance(*sizes, **shapes)  # K_nM beyond it is chunked
@@ -112,8 +127,8 @@ def training_sizes(
 ) -> tuple[tuple[int, int, int, int], dict[str, Any]]:
     """The sizes :func:`budget.training_bytes` takes for this training: positional
     (duels, centres, features, itemsize) and keyword (validation duels, items, whether
-    a grid of utility weights runs at full size: the search ranks it on a subsample
-    beyond ``SUBSAMPLE_TRAIN_DUELS`` training duels)."""
+    a grid of utility weights runs at full size: the search ranks it with
+    ``SUBSAMPLE_CENTRES`` centres on at most ``SUBSAMPLE_TRAIN_DUELS`` duels)."""
     n_features = data.item_space.n_features + (
         data.context_space.n_features if data.context_space is not None else 0
     )
@@ -123,11 +138,14 @@ def training_sizes(
         if settings.utility_weight is not None
         else len(settings.utility_weights or UTILITY_WEIGHTS)
     )
+    # The grid is ranked with SUBSAMPLE_CENTRES centres on at most SUBSAMPLE_TRAIN_DUELS
+    # duels; it runs at full size only where that is the full size.
     weight_grid = (
         settings.kind != "upm"
         and settings.backend != "falkon"
         and n_weights > 1
         and len(split.train) <= SUBSAMPLE_TRAIN_DUELS
+        and centre_count(settings.n_centres, len(split.train)) <= SUBSAMPLE_CENTRES
     )
     shapes = {
         "n_validation": len(split.validation),
@@ -152,10 +170,27 @@ def _train_within_budget(
     outer = progress
     if small:  # the CV fits are K more small fits: they get the second half of the bar
         progress, cv_progress = outer.span(0.0, 0.5), outer.span(0.5, 0.95)
-    model = settings.model(solver=solver).fit(
-        data, split.train, split.validation, progress.span(0.0, main_share)
-    )
-    fit_seconds = model.fit_seconds_
+    kinds = candidate_kinds(settings.kind, data.has_context)
+    auto = settings.kind == AUTO
+    # Every candidate is chosen on the same criterion: K-fold for all, or holdout for all.
+    n_tuning = len(split.train) + len(split.validation)
+    selection = "cv" if n_tuning <= CV_MAX_DUELS else "holdout"
+    share = main_share / len(kinds)
+    candidates: list[Candidate] = []
+    for k, kind in enumerate(kinds):
+        estimator = settings.model(kind, solver)
+        if auto:
+            estimator.set_params(selection=selection)
+        fitted = estimator.fit(
+            data, split.train, split.validation, progress.span(k * share, (k + 1) * share),
+            posterior=not auto,
+        )  # fmt: skip
+        candidates.append(
+            Candidate(kind, fitted, fitted.score(data, split.test), fitted.fit_seconds_)
+        )
+    chosen_index = choose_candidate(candidates)
+    main = candidates[chosen_index]
+    model = main.model.add_posterior(data)
     chosen = model.search_.chosen
     assert chosen is not None
     # Under cross-validation the validation duels were trained on: report the
@@ -166,44 +201,41 @@ def _train_within_budget(
         else {"roc_auc": chosen.validation_auc, "log_loss": chosen.validation_log_loss}
     )
     validation["selection"] = model.search_.selection
-    metrics = {"validation": validation, "test": model.score(data, split.test)}
-    baseline_metrics = None
-    baseline_seconds = 0.0
-    baseline_function = None
-    if with_baseline:
+    metrics = {"validation": validation, "test": main.test}
+    baseline: Candidate | None = None
+    if auto:  # the UPM candidate is the baseline: nothing more is fitted
+        baseline = candidates[kinds.index("upm")]
+        if settings.baseline:  # kept beside the model (the dashboard's): as complete
+            baseline.model.add_posterior(data)
+    elif with_baseline:
         upm = settings.model("upm", solver).fit(
             data, split.train, split.validation, progress.span(main_share, 0.95)
         )
-        baseline_metrics = upm.score(data, split.test)
-        baseline_seconds = upm.fit_seconds_
-        baseline_function = upm.function_
-    cv = None
+        baseline = Candidate("upm", upm, upm.score(data, split.test), upm.fit_seconds_)
     if small:
-        # The chosen lengthscales themselves (refined groups included), as fixed ones.
-        context_ls = model.context_lengthscales_
-        chosen_point = settings.replace(
-            lengthscales=tuple(model.lengthscales_),
-            lengthscale_scale=None,
-            lengthscale_scales=None,
-            context_lengthscales=None if context_ls is None else tuple(context_ls),
-            penalty=chosen.penalty,
-            utility_weight=None if settings.kind == "upm" else chosen.utility_weight,
-            baseline=False,
-        )
-        cv = cross_validated_auc(data, chosen_point, cv_progress)
+        # K-fold CV AUC of every candidate (and of the baseline: "vs UPM" compares the
+        # same metric), each at its own chosen hyperparameters.
+        scored = list(candidates) + ([baseline] if baseline and baseline not in candidates else [])
+        for k, candidate in enumerate(scored):
+            part = cv_progress.span(k / len(scored), (k + 1) / len(scored))
+            candidate.cv = cross_validated_auc(data, _fixed(settings, candidate), part)
+            candidate.seconds += candidate.cv.get("seconds", 0.0)
     outer.update("Rankability (SpecR)", 0.96)
     decided = data.decided(split.train)  # ties have no winner: not in the dominance graph
     winners, losers = data.winners()[decided], data.losers()[decided]
     specr, specr_items = duel_rankability(winners, losers, data.n_items)
     outer.update("Choosing the CME regularisers", 0.97)
     function = choose_cme_regularisers(model.function_, settings)
+    baseline_metrics = None if baseline is None else baseline.test
     function.metadata.update(
         cme_lambda=function.cme_lambda,
         test_metrics=metrics["test"],
         upm_test_metrics=baseline_metrics,
         specr=specr,
+        model_choice=model_choice(settings.kind, candidates, chosen_index, model.search_.selection),
     )
     outer.update("Done", 1.0)
+    fit_seconds = sum(c.model.fit_seconds_ for c in candidates)
     return TrainingResult(
         data_name=data.name,
         settings=settings,
@@ -213,13 +245,33 @@ def _train_within_budget(
         baseline_metrics=baseline_metrics,
         rankability=specr,
         rankability_items=specr_items,
-        cv=cv,
+        cv=main.cv,
         seconds={
             "fit": fit_seconds,
-            "baseline": baseline_seconds,
+            "baseline": 0.0 if baseline is None or auto else baseline.model.fit_seconds_,
             "total": time.perf_counter() - start,
         },
-        baseline_function=baseline_function,
+        baseline_function=None if baseline is None else baseline.model.function_,
+        baseline_cv=None if baseline is None else baseline.cv,
+    )
+
+
+def _fixed(settings: TrainSettings, candidate: Candidate) -> TrainSettings:
+    """``settings`` for ``candidate``'s kind at the hyperparameters it chose (the chosen
+    lengthscales themselves, refined groups included, as fixed ones)."""
+    model = candidate.model
+    chosen = model.search_.chosen
+    assert chosen is not None
+    context_ls = model.context_lengthscales_
+    return settings.replace(
+        kind=candidate.kind,
+        lengthscales=tuple(model.lengthscales_),
+        lengthscale_scale=None,
+        lengthscale_scales=None,
+        context_lengthscales=None if context_ls is None else tuple(context_ls),
+        penalty=chosen.penalty,
+        utility_weight=None if candidate.kind == "upm" else chosen.utility_weight,
+        baseline=False,
     )
 
 

@@ -38,7 +38,9 @@ def folder(tmp_path):
 
 
 def test_strict_train_exits_2_listing_every_problem(folder, tmp_path, capsys):
-    code = main(["train", "--data", str(folder), "--out", str(tmp_path / "m.npz"), *FAST])
+    code = main(
+        ["train", "--model", "gpm", "--data", str(folder), "--out", str(tmp_path / "m.npz"), *FAST]
+    )
     assert code == 2
     error = capsys.readouterr().err
     assert "3 kinds of problem in duels.csv" in error
@@ -50,7 +52,9 @@ def test_lenient_train_writes_rejected_rows_and_counts_skipped_ties_and_cv(
     folder, tmp_path, capsys
 ):
     out = tmp_path / "m.npz"
-    code = main(["train", "--data", str(folder), "--out", str(out), "--lenient", *FAST])
+    code = main(
+        ["train", "--model", "gpm", "--data", str(folder), "--out", str(out), "--lenient", *FAST]
+    )
     assert code == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out.strip().splitlines()[-1])
@@ -69,7 +73,7 @@ def test_lenient_train_writes_rejected_rows_and_counts_skipped_ties_and_cv(
 
 def test_use_column_and_rejected_out(folder, tmp_path, capsys):
     out, rejected = tmp_path / "m.npz", tmp_path / "elsewhere" / "bad.csv"
-    args = ["train", "--data", str(folder), "--out", str(out), "--lenient",
+    args = ["train", "--model", "gpm", "--data", str(folder), "--out", str(out), "--lenient",
             "--rejected-out", str(rejected), "--use-column", "member_id", *FAST]  # fmt: skip
     assert main(args) == 0
     assert rejected.is_file()
@@ -78,7 +82,22 @@ def test_use_column_and_rejected_out(folder, tmp_path, capsys):
 
 def test_explain_lenient_skips_rows_it_cannot_explain(folder, tmp_path, capsys):
     model = tmp_path / "m.npz"
-    assert main(["train", "--data", str(folder), "--out", str(model), "--lenient", *FAST]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "gpm",
+                "--data",
+                str(folder),
+                "--out",
+                str(model),
+                "--lenient",
+                *FAST,
+            ]
+        )
+        == 0
+    )
     duels = pd.DataFrame({"left": ["p1", "zz", "p3"], "right": ["p2", "p2", "p4"]})
     duels.to_csv(tmp_path / "q.csv", index=False)
     out = tmp_path / "shap.csv"
@@ -93,7 +112,22 @@ def test_explain_lenient_skips_rows_it_cannot_explain(folder, tmp_path, capsys):
 
 def test_explain_json_counts_skipped_rows_and_ties(folder, tmp_path, capsys):
     model = tmp_path / "m.npz"
-    assert main(["train", "--data", str(folder), "--out", str(model), "--lenient", *FAST]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "gpm",
+                "--data",
+                str(folder),
+                "--out",
+                str(model),
+                "--lenient",
+                *FAST,
+            ]
+        )
+        == 0
+    )
     duels = pd.DataFrame(
         {"left": ["p1", "zz", "p3", "p5"], "right": ["p2", "p2", "p4", "p6"],
          "winner": ["draw", "p2", "p3", "Tie"]}

@@ -23,7 +23,8 @@ def test_unknown_device_is_a_clear_error(tmp_path, capsys, command: str) -> None
                 "--device", "tpu", "--quiet"]  # fmt: skip
     else:
         model = tmp_path / "m.npz"
-        assert main(["train", "--data", str(SAMPLE), "--out", str(model), "--n-centres", "50",
+        assert main(["train", "--model", "gpm", "--data", str(SAMPLE), "--out", str(model),
+                     "--n-centres", "50",
                      "--lengthscale-scale", "1", "--penalty", "1e-3", "--quiet"]) == 0  # fmt: skip
         duels = tmp_path / "d.csv"
         pd.DataFrame({"left": ["c01"], "right": ["c02"]}).to_csv(duels, index=False)
@@ -44,7 +45,8 @@ def test_train_stdout_holds_only_the_json_line(tmp_path, capsys, monkeypatch) ->
 
     monkeypatch.setattr("prefshap_core.cli.train_command.train", chatty_train)
     out = tmp_path / "m.npz"
-    assert main(["train", "--data", str(SAMPLE), "--out", str(out), "--n-centres", "50",
+    assert main(["train", "--model", "gpm", "--data", str(SAMPLE), "--out", str(out),
+                 "--n-centres", "50",
                  "--lengthscale-scale", "1", "--penalty", "1e-3", "--quiet"]) == 0  # fmt: skip
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
@@ -54,7 +56,7 @@ def test_train_stdout_holds_only_the_json_line(tmp_path, capsys, monkeypatch) ->
 
 def test_over_budget_training_is_refused_with_what_to_reduce(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(budget.MEMORY_BUDGET_ENV, "1M")
-    code = main(["train", "--data", str(SAMPLE), "--out", str(tmp_path / "m.npz"),
+    code = main(["train", "--model", "gpm", "--data", str(SAMPLE), "--out", str(tmp_path / "m.npz"),
                  "--n-centres", "600", "--quiet"])  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err

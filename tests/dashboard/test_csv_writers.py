@@ -108,7 +108,8 @@ def test_train_rejected_out_neutralises(tmp_path: Path, capsys) -> None:
     target = tmp_path / "rejected.csv"
     code = main(
         [
-            "train", "--data", str(folder), "--out", str(tmp_path / "m.npz"), "--quiet",
+            "train", "--model", "gpm", "--data", str(folder), "--out", str(tmp_path / "m.npz"),
+            "--quiet",
             "--lenient", "--rejected-out", str(target), "--n-centres", "30",
             "--penalty", "1e-3", "--lengthscale-scale", "1", "--utility-weight", "0",
         ]

@@ -17,6 +17,10 @@ from tests.dashboard.apptest import (
 )
 
 
+def model_cv(at, fp: str) -> float:
+    return at.session_state["models"][fp].result.cv["roc_auc_mean"]
+
+
 def _active_fingerprint(at) -> str:
     return at.session_state["datasets"][at.session_state["active_dataset"]].fingerprint
 
@@ -24,12 +28,13 @@ def _active_fingerprint(at) -> str:
 def test_model_choice_depends_on_context() -> None:
     at = goto(new_app(), "train")  # the demo has no context columns
     fp = _active_fingerprint(at)
-    assert at.radio(key=f"train:kind:{fp}").options == ["GPM", "UPM"]
+    assert at.radio(key=f"train:kind:{fp}").options == ["Auto", "GPM", "UPM"]
+    assert at.radio(key=f"train:kind:{fp}").value == "auto"  # the product chooses
     assert "C-GPM needs context columns" in texts(at)
     at = sample_upload(at)  # the sample data has a 'venue' context column
     at = goto(at, "train")
     fp = _active_fingerprint(at)
-    assert at.radio(key=f"train:kind:{fp}").options == ["C-GPM", "GPM", "UPM"]
+    assert at.radio(key=f"train:kind:{fp}").options == ["Auto", "C-GPM", "GPM", "UPM"]
 
 
 @pytest.mark.slow
@@ -43,9 +48,13 @@ def test_training_shows_auc_next_to_upm_and_specr() -> None:
     at = settle(at)
     assert_clean(at)
     labels = [m.label for m in at.metric]
-    assert "C-GPM ROC AUC (test)" in labels and "UPM ROC AUC (test)" in labels
-    auc = float(next(m.value for m in at.metric if m.label == "C-GPM ROC AUC (test)"))
+    # 800 duels: 80 test duels rank nothing, so the headline is the K-fold CV AUC (+- sd),
+    # the UPM's beside it on the same metric.
+    cv_label = "C-GPM ROC AUC (5-fold CV)"
+    assert cv_label in labels and "UPM ROC AUC (5-fold CV)" in labels
+    auc = float(next(m.value for m in at.metric if m.label == cv_label).split(" ± ")[0])
     assert 0.5 < auc <= 1.0
+    assert model_cv(at, fp) == pytest.approx(auc, abs=5e-4)
     assert "SpecR" in texts(at) and "ranking" in texts(at)
     assert "Model file (.npz)" in export_labels(at)
     model = at.session_state["models"][fp]
@@ -73,7 +82,7 @@ def test_training_shows_progress_and_can_be_cancelled() -> None:
     # engine checks for cancellation at its first progress checkpoint, so a click
     # right away stops it deterministically.
     progress = at.get("progress")
-    assert progress and "Training C-GPM on Upload" in shown(progress[0].proto.text)
+    assert progress and "Training the best model on Upload" in shown(progress[0].proto.text)
     next(b for b in at.button if b.label == "Cancel").click().run()
     at = settle(at)
     assert_clean(at)
@@ -83,4 +92,9 @@ def test_training_shows_progress_and_can_be_cancelled() -> None:
     next(b for b in at.button if b.label == "Train").click()
     at = settle(at)
     assert_clean(at)
-    assert "C-GPM ROC AUC (test)" in [m.label for m in at.metric]
+    # Auto: every candidate's held-out numbers, and which was chosen and why.
+    assert "Chosen automatically" in texts(at) and "log loss" in texts(at)
+    model = at.session_state["models"][_active_fingerprint(at)]
+    chosen = {"upm": "UPM", "gpm": "GPM", "cgpm": "C-GPM"}[model.kind]
+    assert f"{chosen} ROC AUC (5-fold CV)" in [m.label for m in at.metric]
+    assert [c["model"] for c in model.result.candidates] == ["upm", "gpm", "cgpm"]

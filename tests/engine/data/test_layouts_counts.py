@@ -167,7 +167,7 @@ def test_trained_model_equals_the_hand_reshaped_one():
 def test_cli_trains_on_a_count_table(tmp_path, capsys):
     teams().to_csv(tmp_path / "teams.csv", index=False)
     judged().to_csv(tmp_path / "counts.csv", index=False)
-    args = ["train", "--items", str(tmp_path / "teams.csv"), "--duels",
+    args = ["train", "--model", "gpm", "--items", str(tmp_path / "teams.csv"), "--duels",
             str(tmp_path / "counts.csv"), "--out", str(tmp_path / "m.npz"),
             "--n-centres", "40", "--lengthscale-scale", "2", "--quiet"]  # fmt: skip
     assert main(args) == 0

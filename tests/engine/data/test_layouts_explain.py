@@ -21,7 +21,7 @@ def model(tmp_path_factory):
     (folder / "items.csv").write_text(ITEMS)
     (folder / "duels.csv").write_text("winner,loser\n" + "".join(f"p{a},p{b}\n" for a, b in pairs))
     out = folder / "m.npz"
-    assert main(["train", "--items", str(folder / "items.csv"), "--duels",
+    assert main(["train", "--model", "gpm", "--items", str(folder / "items.csv"), "--duels",
                  str(folder / "duels.csv"), "--out", str(out), "--n-centres", "40",
                  "--lengthscale-scale", "2", "--quiet"]) == 0  # fmt: skip
     return out

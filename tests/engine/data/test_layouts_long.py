@@ -159,7 +159,7 @@ def test_cli_reads_item_and_duel_files_with_no_renaming(tmp_path, capsys):
     (tmp_path / "traits.csv").write_text(traits)
     (tmp_path / "contests.csv").write_text(contests)
     out = tmp_path / "m.npz"
-    code = main(["train", "--items", str(tmp_path / "traits.csv"), "--duels",
+    code = main(["train", "--model", "gpm", "--items", str(tmp_path / "traits.csv"), "--duels",
                  str(tmp_path / "contests.csv"), "--out", str(out), *CLI_FAST])  # fmt: skip
     assert code == 0
     line = json.loads(capsys.readouterr().out)
@@ -249,7 +249,7 @@ def test_context_key_without_a_contexts_table_is_an_error():
 def test_context_key_without_contexts_from_the_cli(tmp_path, capsys):
     (tmp_path / "items.csv").write_text("id,speed\np1,1\np2,2\np3,3\n")
     (tmp_path / "duels.csv").write_text("left,right,y,student\np1,p2,1,s1\np2,p3,-1,s2\n")
-    code = main(["train", "--items", str(tmp_path / "items.csv"), "--duels",
+    code = main(["train", "--model", "gpm", "--items", str(tmp_path / "items.csv"), "--duels",
                  str(tmp_path / "duels.csv"), "--context-key", "student",
                  "--out", str(tmp_path / "m.npz"), *CLI_FAST])  # fmt: skip
     assert code != 0

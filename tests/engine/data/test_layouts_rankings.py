@@ -109,7 +109,7 @@ def test_cli_trains_and_explains_rankings(tmp_path, capsys):
     drivers().to_csv(tmp_path / "drivers.csv", index=False)
     races().to_csv(tmp_path / "races.csv", index=False)
     model = tmp_path / "m.npz"
-    assert main(["train", "--items", str(tmp_path / "drivers.csv"), "--duels",
+    assert main(["train", "--model", "gpm", "--items", str(tmp_path / "drivers.csv"), "--duels",
                  str(tmp_path / "races.csv"), "--out", str(model), "--n-centres", "40",
                  "--lengthscale-scale", "2", "--quiet"]) == 0  # fmt: skip
     line = json.loads(capsys.readouterr().out)

@@ -120,7 +120,9 @@ def test_train_flag_writes_a_model_file_without_indicator_columns(
     items.to_csv(folder / "items.csv", index=False)
     duels.to_csv(folder / "duels.csv", index=False)
     out = tmp_path / "m.npz"
-    code = main(["train", "--data", str(folder), "--out", str(out), *switch, *FAST])
+    code = main(
+        ["train", "--model", "gpm", "--data", str(folder), "--out", str(out), *switch, *FAST]
+    )
     assert code == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["out"] == str(out)
     names = load_model(out).item_space.feature_names

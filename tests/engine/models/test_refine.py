@@ -146,7 +146,9 @@ def test_train_cli_refines_unless_told_not_to(switch, tmp_path, capsys) -> None:
     duels.to_csv(folder / "duels.csv", index=False)
     out = tmp_path / "m.npz"
     args = ["--n-centres", "300", "--utility-weight", "0", "--cme-lambda", "0.01", "--quiet"]
-    code = main(["train", "--data", str(folder), "--out", str(out), *switch, *args])
+    code = main(
+        ["train", "--model", "gpm", "--data", str(folder), "--out", str(out), *switch, *args]
+    )
     assert code == 0, capsys.readouterr().err
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     factors = report["lengthscale_factors"]

@@ -89,8 +89,9 @@ from prefshap_core.cli import main
 from prefshap_core.datasets.synthetic import synthetic_clusters  # imports done: then cap
 vm = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 resource.setrlimit(resource.RLIMIT_AS, (vm + 400 * 2**20, resource.RLIM_INFINITY))
-sys.exit(main(["train", "--data", "synthetic", "--n-centres", "3000", "--lengthscale-scale",
-               "1", "--utility-weight", "0", "--penalty", "1e-4", "--no-refine-lengthscales",
+sys.exit(main(["train", "--model", "gpm", "--data", "synthetic", "--n-centres", "3000",
+               "--lengthscale-scale", "1", "--utility-weight", "0", "--penalty", "1e-4",
+               "--no-refine-lengthscales",
                "--out", sys.argv[1], "--quiet"]))
 """
 
@@ -115,8 +116,9 @@ def test_cli_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
     monkeypatch.setattr(preconditioner, "jittered_cholesky", cannot_allocate)
     code = main(
-        ["train", "--data", str(repo_root() / "sample_data"), "--out", str(tmp_path / "m.npz"),
-         "--n-centres", "40", "--lengthscale-scale", "1", "--penalty", "1e-3", "--quiet"]
+        ["train", "--model", "gpm", "--data", str(repo_root() / "sample_data"),
+         "--out", str(tmp_path / "m.npz"), "--n-centres", "40", "--lengthscale-scale", "1",
+         "--penalty", "1e-3", "--quiet"]
     )  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "ran out of memory" in err
