@@ -73,6 +73,7 @@ def test_objective_gradient_matches_finite_differences(noisy_game, monkeypatch):
         assert grad[j] == pytest.approx(numeric, rel=1e-4, abs=1e-8)
 
 
+@pytest.mark.slow
 def test_learning_lowers_the_held_out_loss_and_lengthens_the_noise_column(noisy_game, monkeypatch):
     monkeypatch.setattr(ard, "ARD_CENTRES", 150)
     data = noisy_game
