@@ -11,6 +11,7 @@ from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.models import ard
 from prefshap_core.models.hyperparameters import median_lengthscales
 from prefshap_core.models.search import PathFitter
+from prefshap_core.progress import ensure_progress
 from prefshap_core.solvers.options import SolverOptions
 
 
@@ -84,3 +85,14 @@ def test_learning_lowers_the_held_out_loss_and_lengthens_the_noise_column(noisy_
     relevant, noise = learned.items[:2], learned.items[2]
     assert noise > 1.5 * max(relevant)
     assert np.all(learned.items <= ard.ARD_LIMIT) and np.all(learned.items >= 1 / ard.ARD_LIMIT)
+
+
+def test_skipped_below_the_minimum_and_when_switched_off(noisy_game, monkeypatch):
+    data = noisy_game
+    fitter = _fitter(data)
+    few = np.arange(ard.ARD_MIN_TRAIN_DUELS - 1)
+    validation = np.arange(2500, 3000)
+    args = (1.0, 0.0, [1e-3], 1e-3, ensure_progress(None))
+    assert ard.refine_column_lengthscales(fitter, few, validation, *args) is None
+    monkeypatch.setattr(ard, "GRADIENT_STEPS", 0)
+    assert ard.refine_column_lengthscales(fitter, np.arange(2500), validation, *args) is None
