@@ -73,15 +73,23 @@ def _load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
 
 
-def cv_auc(data, settings: TrainSettings) -> float:
-    """5-fold CV ROC AUC of g over all duels (folds drawn from the seed)."""
-    order = np.random.default_rng([settings.seed, 7]).permutation(data.n_duels)
+def cv_folds(n_duels: int, seed: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The 5 CV folds of ``cv_auc`` as (train, validation, held-out fold), seeded."""
+    order = np.random.default_rng([seed, 7]).permutation(n_duels)
     folds = np.array_split(order, CV_FOLDS)
-    g = np.zeros(data.n_duels)
+    out = []
     for k, fold in enumerate(folds):
         rest = np.sort(np.concatenate([f for j, f in enumerate(folds) if j != k]))
         n_val = max(1, len(rest) // 9)
-        model = settings.model().fit(data, rest[n_val:], rest[:n_val])  # small: K-fold inside
+        out.append((rest[n_val:], rest[:n_val], fold))
+    return out
+
+
+def cv_auc(data, settings: TrainSettings) -> float:
+    """5-fold CV ROC AUC of g over all duels (folds drawn from the seed)."""
+    g = np.zeros(data.n_duels)
+    for fit_duels, validation, fold in cv_folds(data.n_duels, settings.seed):
+        model = settings.model().fit(data, fit_duels, validation)  # small: K-fold inside
         g[fold] = model.decision_function(data, fold)
     return roc_auc(data.y.astype(np.float64), g)
 

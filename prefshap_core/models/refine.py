@@ -63,7 +63,7 @@ class GroupFactors:
         return GroupFactors(items, contexts)
 
 
-def _clearly_better(losses: np.ndarray, best: np.ndarray) -> bool:
+def clearly_better(losses: np.ndarray, best: np.ndarray) -> bool:
     """Lower mean loss by more than REFINE_MIN_GAIN and one paired standard error.
 
     The standard error keeps the search from following noise (on tennis, changes
@@ -149,7 +149,7 @@ def refine_group_lengthscales(
                     continue
                 candidate = factors.changed(table, group, factor)
                 losses = score(candidate, f"{group} x{factor:g}")
-                if _clearly_better(losses, best_losses):
+                if clearly_better(losses, best_losses):
                     factors, best_losses, improved = candidate, losses, True
                     break
         if not improved:

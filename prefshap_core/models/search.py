@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from prefshap_core.metrics import log_loss, roc_auc
+from prefshap_core.models.ard import refine_column_lengthscales
 from prefshap_core.models.hyperparameters import (
     CV_FOLDS,
     SUBSAMPLE_CENTRES,
@@ -85,6 +86,14 @@ def select_on_holdout(
         record.context_group_factors = factors.contexts
         if not factors.is_identity():
             fitter, full = with_factors(fitter, factors), None
+        penalty = min(tried, key=fitter.loss_of).penalty  # the group search's best
+        learned = refine_column_lengthscales(
+            fitter, train, validation, scales[0], weights[0], penalties, penalty,
+            progress.span(done, done + 0.1),
+        )  # fmt: skip
+        done += 0.1
+        if learned is not None:
+            fitter, full = learned, None
     if full is None:
         full = fitter.fit(
             train, validation, scales, penalties, progress.span(done, 1.0), utility_weights=weights

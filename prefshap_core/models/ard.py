@@ -1,0 +1,334 @@
+"""Per-column (ARD) lengthscales learned by gradient, after the group search.
+
+The group search (``models.refine``) doubles or halves a whole feature group at a
+time; this step then moves every column's lengthscale (items, and the contexts of a
+C-GPM) and the penalty continuously, by Adam on a held-out objective through a small
+Nyström fit, as falkon's hyperparameter optimisation does:
+
+    theta = (log l_1..l_d, log l'_1..l'_d', log lam)
+    alpha(theta) = argmin (1/n) sum_i logloss(y_i, (K_nM a)_i) + lam/2 a^T K_MM a   (over a)
+    objective(theta) = mean log loss of g = K_hM(theta) alpha(theta) on held-out duels h
+
+``alpha(theta)`` is found by Newton's method without gradients; its derivative comes
+from the implicit function theorem, which one differentiable Newton step taken from
+the (detached) minimiser gives exactly: at the minimiser the step is zero, so its
+derivative is ``-H^-1 d(grad)/d(theta)``. Both the fitted and the held-out duels are
+seeded subsamples of the *training* duels (disjoint), so the validation split still
+judges the result: the learned lengthscales are kept only when a fit on the group
+search's subsample scores clearly better on validation duels than the start did
+(``refine.clearly_better``). The kernel stays a product over columns (the same ARD
+RBF, other lengthscales), so explanations stay exact and the model file is unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from prefshap_core.metrics import log_losses
+from prefshap_core.models.refine import (
+    REFINE_CENTRES,
+    REFINE_TRAIN_DUELS,
+    REFINE_VALIDATION_DUELS,
+    clearly_better,
+)
+from prefshap_core.progress import Progress
+
+if TYPE_CHECKING:  # search calls this module: a runtime import would be a cycle
+    from prefshap_core.models.search import PathFitter
+
+GRADIENT_STEPS = 40  # Adam steps (0: the step is skipped)
+ARD_FIT_DUELS = 4000  # the inner fit's training duels (a subsample of train)
+ARD_HELD_OUT_DUELS = 4000  # the objective's duels (train, disjoint from the fit's)
+ARD_CENTRES = 400
+ARD_LEARNING_RATE = 0.08
+ARD_LIMIT = 64.0  # a column's lengthscale stays within [1/64, 64] of where it started
+NEWTON_STEPS = 30  # inner Newton iterations at most (warm-started: usually a few)
+NEWTON_TOLERANCE = 1e-10  # Newton decrement at which the inner fit counts as converged
+# Below this many training duels the two subsamples are too small to learn from.
+ARD_MIN_TRAIN_DUELS = 2000
+
+
+@dataclass(frozen=True)
+class DuelRows:
+    """Duels as rows into a table of unique item rows (and context rows)."""
+
+    left: torch.Tensor
+    right: torch.Tensor
+    context: torch.Tensor | None
+
+
+def rbf_gram_scaled(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """ARD RBF of rows already divided by their lengthscales, differentiable (no in-place)."""
+    sq = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1) - 2.0 * a @ b.T
+    return torch.exp(-0.5 * sq.clamp_min(0.0))
+
+
+def pair_matrix(
+    kind: str,
+    item_gram: torch.Tensor,
+    rows: DuelRows,
+    cols: DuelRows,
+    utility_weight: float,
+    context_gram: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The pair kernel of ``kernels.pair`` between duel ``rows`` and ``cols`` (differentiable).
+
+    ``item_gram[p, q]``: k between row item p and column item q; the duels index them.
+    """
+    a = item_gram[:, cols.left]  # k(item, c_l)
+    b = item_gram[:, cols.right]
+    d = a - b
+    utility = d[rows.left] - d[rows.right]
+    if kind == "upm":
+        return utility
+    out = a[rows.left] * b[rows.right] - b[rows.left] * a[rows.right] + utility_weight * utility
+    if kind == "cgpm":
+        assert context_gram is not None and rows.context is not None and cols.context is not None
+        out = out * context_gram[rows.context][:, cols.context]
+    return out
+
+
+def logistic_terms(y: torch.Tensor, f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """d loss / d f and d^2 loss / d f^2 per duel (ties: half a win each way)."""
+    p = 0.5 * (1.0 + y)
+    s = torch.sigmoid(f)
+    return s - p, s * (1.0 - s)
+
+
+def mean_log_loss(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    zero = torch.zeros_like(f)
+    p = 0.5 * (1.0 + y)
+    return (p * torch.logaddexp(zero, -f) + (1.0 - p) * torch.logaddexp(zero, f)).mean()
+
+
+def newton_step(
+    k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, alpha: torch.Tensor, penalty
+) -> torch.Tensor:
+    """The Newton step of the penalised logistic objective at ``alpha`` (differentiable)."""
+    n, m = k_nm.shape
+    d1, d2 = logistic_terms(y, k_nm @ alpha)
+    grad = k_nm.T @ d1 / n + penalty * (k_mm @ alpha)
+    jitter = 1e-10 * torch.diagonal(k_mm).mean().detach()
+    hessian = (k_nm.T * d2) @ k_nm / n + penalty * k_mm
+    hessian = hessian + (penalty * jitter + 1e-12) * torch.eye(m, dtype=k_nm.dtype)
+    return torch.linalg.solve(hessian, grad)
+
+
+def fit_alpha(
+    k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, penalty: float, alpha: torch.Tensor
+) -> torch.Tensor:
+    """The minimiser of the penalised objective (no gradients), Newton from ``alpha``."""
+    with torch.no_grad():
+        for _ in range(NEWTON_STEPS):
+            step = newton_step(k_nm, k_mm, y, alpha, penalty)
+            # Damped when the step is long (far from the minimiser, e.g. the first fit).
+            size = float(step.abs().max())
+            alpha = alpha - step * min(1.0, 10.0 / max(size, 1e-300))
+            if size < NEWTON_TOLERANCE * (1.0 + float(alpha.abs().max())):
+                break
+    return alpha
+
+
+@dataclass(frozen=True)
+class ArdProblem:
+    """The subsampled fit of one learning run: rows, labels and the fixed centres."""
+
+    kind: str
+    items: torch.Tensor  # (p, d) unique item rows used by any duel of the problem
+    contexts: torch.Tensor | None  # (q, d') unique context rows
+    fit: DuelRows
+    held_out: DuelRows
+    centres: torch.Tensor  # positions of the centres among the fit duels
+    y_fit: torch.Tensor
+    y_held_out: torch.Tensor
+    utility_weight: float
+
+    def matrices(self, log_ls: torch.Tensor, log_ctx: torch.Tensor | None):
+        """(K_fit,M, K_MM, K_held,M) at the given log lengthscales."""
+        x = self.items / torch.exp(log_ls)
+        centre_items = torch.unique(
+            torch.cat([self.fit.left[self.centres], self.fit.right[self.centres]])
+        )
+        position = torch.full((len(self.items),), -1, dtype=torch.int64)
+        position[centre_items] = torch.arange(len(centre_items))
+        gram = rbf_gram_scaled(x, x[centre_items])
+        cols = DuelRows(
+            position[self.fit.left[self.centres]], position[self.fit.right[self.centres]], None
+        )
+        context_gram = None
+        if self.kind == "cgpm":
+            assert self.contexts is not None and log_ctx is not None
+            u = self.contexts / torch.exp(log_ctx)
+            assert self.fit.context is not None
+            cctx = self.fit.context[self.centres]
+            context_gram = rbf_gram_scaled(u, u[cctx])
+            cols = replace(cols, context=torch.arange(len(cctx)))
+        k_fit = pair_matrix(self.kind, gram, self.fit, cols, self.utility_weight, context_gram)
+        k_held = pair_matrix(
+            self.kind, gram, self.held_out, cols, self.utility_weight, context_gram
+        )
+        return k_fit, k_fit[self.centres], k_held
+
+    def objective(
+        self, theta: torch.Tensor, alpha: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Held-out mean log loss at ``theta`` (differentiable) and the inner minimiser."""
+        log_ls, log_ctx, log_penalty = self.unpack(theta)
+        k_fit, k_mm, k_held = self.matrices(log_ls, log_ctx)
+        penalty = torch.exp(log_penalty)
+        alpha = fit_alpha(k_fit.detach(), k_mm.detach(), self.y_fit, float(penalty.detach()), alpha)
+        # One Newton step from the detached minimiser: the value is alpha, the gradient
+        # the implicit function theorem's.
+        alpha_theta = alpha - newton_step(k_fit, k_mm, self.y_fit, alpha, penalty)
+        return mean_log_loss(self.y_held_out, k_held @ alpha_theta), alpha
+
+    def unpack(self, theta: torch.Tensor):
+        d = self.items.shape[1]
+        log_ctx = None
+        if self.kind == "cgpm":
+            assert self.contexts is not None
+            log_ctx = theta[d : d + self.contexts.shape[1]]
+        return theta[:d], log_ctx, theta[-1]
+
+
+def ard_problem(
+    fitter: PathFitter, train: np.ndarray, utility_weight: float
+) -> tuple[ArdProblem, np.ndarray, np.ndarray]:
+    """Two disjoint seeded subsamples of ``train`` and the centres (among the first)."""
+    data = fitter.data
+    rng = np.random.default_rng([fitter.seed, 4])
+    order = rng.permutation(train)
+    n_fit = min(ARD_FIT_DUELS, len(train) // 2)
+    fit_duels = np.sort(order[:n_fit])
+    held_duels = np.sort(order[n_fit : n_fit + min(ARD_HELD_OUT_DUELS, len(train) - n_fit)])
+    centres = np.sort(rng.choice(n_fit, min(ARD_CENTRES, n_fit), replace=False))
+
+    def rows(duels: np.ndarray) -> DuelRows:
+        ctx = None
+        if fitter.kind == "cgpm":
+            ctx = torch.as_tensor(data.context_index[duels], dtype=torch.int64)
+        return DuelRows(
+            torch.as_tensor(data.left[duels], dtype=torch.int64),
+            torch.as_tensor(data.right[duels], dtype=torch.int64),
+            ctx,
+        )
+
+    contexts = None
+    if fitter.kind == "cgpm":
+        assert data.contexts is not None
+        contexts = torch.as_tensor(data.contexts, dtype=torch.float64)
+    problem = ArdProblem(
+        kind=fitter.kind,
+        items=torch.as_tensor(data.items, dtype=torch.float64),
+        contexts=contexts,
+        fit=rows(fit_duels),
+        held_out=rows(held_duels),
+        centres=torch.as_tensor(centres, dtype=torch.int64),
+        y_fit=torch.as_tensor(data.y[fit_duels], dtype=torch.float64),
+        y_held_out=torch.as_tensor(data.y[held_duels], dtype=torch.float64),
+        utility_weight=utility_weight,
+    )
+    return problem, fit_duels, held_duels
+
+
+@dataclass(frozen=True)
+class LearnedLengthscales:
+    """Per-column multipliers of the start lengthscales, and the objective's trace."""
+
+    items: np.ndarray
+    contexts: np.ndarray | None
+    penalty: float
+    objectives: list[float]  # held-out log loss before each Adam step (first: the start)
+
+
+def learn_lengthscales(
+    fitter: PathFitter,
+    train: np.ndarray,
+    scale: float,
+    utility_weight: float,
+    penalty: float,
+    steps: int | None = None,
+) -> LearnedLengthscales:
+    """Adam on (log lengthscales, log penalty); returns the best point seen."""
+    steps = GRADIENT_STEPS if steps is None else steps
+    problem, _, _ = ard_problem(fitter, train, utility_weight)
+    start_items = np.log(fitter.base_lengthscales * scale)
+    parts = [start_items]
+    if fitter.kind == "cgpm":
+        assert fitter.context_lengthscales is not None
+        parts.append(np.log(fitter.context_lengthscales))
+    start = np.concatenate([*parts, [np.log(penalty)]])
+    theta = torch.tensor(start, dtype=torch.float64, requires_grad=True)
+    lower = torch.as_tensor(start - np.log(ARD_LIMIT))
+    upper = torch.as_tensor(start + np.log(ARD_LIMIT))
+    optimiser = torch.optim.Adam([theta], lr=ARD_LEARNING_RATE)
+    alpha = torch.zeros(len(problem.centres), dtype=torch.float64)
+    best_theta, best, objectives = start.copy(), float("inf"), []
+    for _ in range(steps + 1):
+        optimiser.zero_grad()
+        value, alpha = problem.objective(theta, alpha)
+        objectives.append(float(value.detach()))
+        if objectives[-1] < best:
+            best, best_theta = objectives[-1], theta.detach().numpy().copy()
+        if len(objectives) > steps:
+            break
+        value.backward()
+        optimiser.step()
+        with torch.no_grad():
+            theta.copy_(torch.maximum(torch.minimum(theta, upper), lower))
+    factors = np.exp(best_theta - start)
+    d = len(start_items)
+    contexts = factors[d:-1] if fitter.kind == "cgpm" else None
+    return LearnedLengthscales(factors[:d], contexts, float(np.exp(best_theta[-1])), objectives)
+
+
+def with_column_factors(fitter: PathFitter, learned: LearnedLengthscales) -> PathFitter:
+    contexts = fitter.context_lengthscales
+    if learned.contexts is not None and contexts is not None:
+        contexts = contexts * learned.contexts
+    return replace(
+        fitter, base_lengthscales=fitter.base_lengthscales * learned.items,
+        context_lengthscales=contexts,
+    )  # fmt: skip
+
+
+def refine_column_lengthscales(
+    fitter: PathFitter,
+    train: np.ndarray,
+    validation: np.ndarray,
+    scale: float,
+    utility_weight: float,
+    penalties: list[float],
+    penalty: float,
+    progress: Progress,
+) -> PathFitter | None:
+    """The fitter with learned column lengthscales, or None when they do not clearly help.
+
+    Judged like the group search's candidates: the best point of a penalty path on the
+    group search's subsample (validation duels), the learned against the start.
+    """
+    if GRADIENT_STEPS == 0 or len(train) < ARD_MIN_TRAIN_DUELS or fitter.loss != "logistic":
+        return None
+    progress.update("Learning column lengthscales by gradient", 0.0)
+    learned = learn_lengthscales(fitter, train, scale, utility_weight, penalty)
+    candidate = with_column_factors(fitter, learned)
+    sub_train, sub_val = fitter.subsample(
+        train, validation, REFINE_TRAIN_DUELS, REFINE_VALIDATION_DUELS, stream=3
+    )
+    y_val = fitter.data.y[sub_val].astype(np.float64)
+
+    def losses(trial: PathFitter, lo: float, hi: float) -> np.ndarray:
+        results = trial.fit(
+            sub_train, sub_val, [scale], penalties, progress.span(lo, hi),
+            n_centres=REFINE_CENTRES, utility_weights=[utility_weight],
+        )  # fmt: skip
+        best = min(results, key=lambda r: fitter.loss_of(r.point))
+        return log_losses(y_val, best.validation_g)
+
+    keep = clearly_better(losses(candidate, 0.7, 0.85), losses(fitter, 0.85, 1.0))
+    progress.update("Column lengthscales learned" if keep else "Column lengthscales kept", 1.0)
+    return candidate if keep else None

@@ -1,0 +1,98 @@
+"""Column lengthscales learned by gradient (models.ard): kernel, gradient, what they learn."""
+
+import numpy as np
+import pytest
+import torch
+
+from prefshap_core.compute import Compute
+from prefshap_core.data.duel_data import split_duels
+from prefshap_core.datasets.synthetic import gpm_generated
+from prefshap_core.kernels.pair import DuelIndex, PairKernel
+from prefshap_core.models import ard
+from prefshap_core.models.hyperparameters import median_lengthscales
+from prefshap_core.models.search import PathFitter
+from prefshap_core.progress import ensure_progress
+from prefshap_core.solvers.options import SolverOptions
+
+
+def _fitter(data, kind="gpm"):
+    return PathFitter(
+        kind=kind, loss="logistic", data=data,
+        base_lengthscales=median_lengthscales(data.items), context_lengthscales=None,
+        compute=Compute(), solver=SolverOptions(), seed=0, n_centres=100,
+        iterations={1e-3: 10},
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def noisy_game():
+    """A random GPM on x1, x2; x3 is noise (3,000 duels)."""
+    return gpm_generated(n_items=200, n_duels=3000, d=3, n_relevant=2, seed=1)
+
+
+@pytest.mark.parametrize("kind,weight", [("gpm", 0.0), ("gpm", 3.0), ("upm", 0.0)])
+def test_pair_matrix_is_the_product_pair_kernel(noisy_game, kind, weight):
+    data = noisy_game
+    ls = median_lengthscales(data.items) * 1.7
+    rows, cols = np.arange(0, 60), np.arange(100, 140)
+    kernel = PairKernel(kind, data.items, ls, utility_weight=weight)
+    expected = kernel.matrix(
+        DuelIndex.from_arrays(data.left[rows], data.right[rows]),
+        DuelIndex.from_arrays(data.left[cols], data.right[cols]),
+    )
+    x = torch.as_tensor(data.items / ls)
+    got = ard.pair_matrix(
+        kind, ard.rbf_gram_scaled(x, x),
+        ard.DuelRows(torch.as_tensor(data.left[rows]), torch.as_tensor(data.right[rows]), None),
+        ard.DuelRows(torch.as_tensor(data.left[cols]), torch.as_tensor(data.right[cols]), None),
+        weight,
+    )  # fmt: skip
+    torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-11)
+
+
+def test_objective_gradient_matches_finite_differences(noisy_game, monkeypatch):
+    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
+    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
+    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
+    data = noisy_game
+    problem, _, _ = ard.ard_problem(_fitter(data), np.arange(data.n_duels), utility_weight=1.0)
+    start = np.concatenate([np.log(median_lengthscales(data.items)), [np.log(1e-3)]])
+    theta = torch.tensor(start, requires_grad=True)
+    alpha0 = torch.zeros(60, dtype=torch.float64)
+    value, _ = problem.objective(theta, alpha0)
+    value.backward()
+    grad = theta.grad.numpy()
+    eps = 1e-5
+    for j in range(len(start)):
+        plus, minus = start.copy(), start.copy()
+        plus[j] += eps
+        minus[j] -= eps
+        with torch.no_grad():
+            f_plus = float(problem.objective(torch.tensor(plus), alpha0)[0])
+            f_minus = float(problem.objective(torch.tensor(minus), alpha0)[0])
+        numeric = (f_plus - f_minus) / (2 * eps)
+        assert grad[j] == pytest.approx(numeric, rel=1e-4, abs=1e-8)
+
+
+@pytest.mark.slow
+def test_learning_lowers_the_held_out_loss_and_lengthens_the_noise_column(noisy_game, monkeypatch):
+    monkeypatch.setattr(ard, "ARD_CENTRES", 150)
+    data = noisy_game
+    split = split_duels(data.n_duels, 0)
+    fitter = _fitter(data)
+    learned = ard.learn_lengthscales(fitter, split.train, 1.0, 0.0, 1e-3, steps=30)
+    assert min(learned.objectives) < learned.objectives[0] - 0.01
+    relevant, noise = learned.items[:2], learned.items[2]
+    assert noise > 1.5 * max(relevant)
+    assert np.all(learned.items <= ard.ARD_LIMIT) and np.all(learned.items >= 1 / ard.ARD_LIMIT)
+
+
+def test_skipped_below_the_minimum_and_when_switched_off(noisy_game, monkeypatch):
+    data = noisy_game
+    fitter = _fitter(data)
+    few = np.arange(ard.ARD_MIN_TRAIN_DUELS - 1)
+    validation = np.arange(2500, 3000)
+    args = (1.0, 0.0, [1e-3], 1e-3, ensure_progress(None))
+    assert ard.refine_column_lengthscales(fitter, few, validation, *args) is None
+    monkeypatch.setattr(ard, "GRADIENT_STEPS", 0)
+    assert ard.refine_column_lengthscales(fitter, np.arange(2500), validation, *args) is None
