@@ -18,6 +18,7 @@ from dashboard.jobs import (
     JOB_THREAD_NAME,
     SMALL_JOB_S,
     SMALL_JOBS,
+    HeavyJobGate,
     Job,
     SessionJobs,
     lane_for,
@@ -48,14 +49,22 @@ def test_lanes_by_estimate() -> None:
     assert Job("k", "K", lambda p: None, heavy=True, estimate_s=1.0)._gate is SMALL_JOBS
 
 
-def test_a_small_job_starts_while_heavy_ones_fill_their_lane_and_queue() -> None:
+def test_a_small_job_starts_while_heavy_ones_fill_their_lane_and_queue(monkeypatch) -> None:
+    # Lanes of this test's own: a job an earlier test left running holds no slot here.
+    monkeypatch.setattr(jobs_module, "HEAVY_JOBS", HeavyJobGate(HEAVY_JOBS.capacity))
+    monkeypatch.setattr(jobs_module, "SMALL_JOBS", HeavyJobGate(SMALL_JOBS.capacity))
     release = threading.Event()
     heavy = []
     try:
-        for k in range(HEAVY_JOBS.capacity + 1):  # every slot taken, one more waiting
+        for k in range(jobs_module.HEAVY_JOBS.capacity + 1):  # every slot taken, one waiting
             started = threading.Event()
             heavy.append((Job(f"h{k}", "H", _blocker(release, started), heavy=True), started))
             heavy[-1][0].start()
+            # The gate serves in arrival order: let this one arrive before the next.
+            deadline = time.monotonic() + MARGIN_S
+            while not (started.is_set() or heavy[-1][0].queue_position > 0):
+                assert time.monotonic() < deadline, "a heavy job neither ran nor queued"
+                time.sleep(0.01)
         assert all(s.wait(MARGIN_S) for _, s in heavy[:-1])
         deadline = time.monotonic() + MARGIN_S
         while heavy[-1][0].queue_position == 0:

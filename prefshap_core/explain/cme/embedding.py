@@ -80,8 +80,6 @@ class CholeskySolver:
     def _solve_stack(
         self, systems: Sequence[CMESystem], stats: EngineStats | None
     ) -> list[torch.Tensor]:
-        if len(systems) == 1:
-            return [self._solve_one(systems[0], stats)]
         r, c = systems[0].rhs.shape
         grams = [s.gram if s.gram is not None else kernel(s.points, s.points) for s in systems]
         root_w = torch.stack([s.weights.sqrt() for s in systems])  # (b, r)
@@ -96,27 +94,6 @@ class CholeskySolver:
         with maybe_timed(stats, "solve", len(systems) * 2.0 * r * r * c):
             x = torch.cholesky_solve(torch.stack([s.rhs for s in systems]), chol)
         return list(x.unbind(0))
-
-    def _solve_one(self, s: CMESystem, stats: EngineStats | None) -> torch.Tensor:
-        """One system without stacking copies: the same numbers as a batch of one.
-
-        LAPACK works on column-major matrices: a right-hand side given as the transpose
-        of a contiguous (c, r) tensor is passed as it is, and the solution comes back
-        in the same layout (``x.mT`` contiguous), so no transposing copy is made.
-        """
-        r, c = s.rhs.shape
-        gram = s.gram if s.gram is not None else kernel(s.points, s.points)
-        root_w = s.weights.sqrt()
-        a = root_w[:, None] * gram  # (w_i^1/2 K_ij) w_j^1/2, the batch's order
-        a.mul_(root_w[None, :])
-        a.diagonal().add_(s.ridge)
-        with maybe_timed(stats, "cholesky", r**3 / 3.0):
-            chol, info = torch.linalg.cholesky_ex(a)
-            if int(info) != 0:
-                chol = _cholesky_in_float64(a).to(a.dtype)
-        checkpoint()  # as in a batch: between the factorization and the solve
-        with maybe_timed(stats, "solve", 2.0 * r * r * c):
-            return torch.cholesky_solve(s.rhs, chol)
 
 
 def _cholesky_in_float64(a: torch.Tensor, max_tries: int = 8) -> torch.Tensor:
@@ -152,18 +129,13 @@ def _cholesky_in_float64(a: torch.Tensor, max_tries: int = 8) -> torch.Tensor:
 
 @dataclass
 class _Prepared:
-    """One coalition between its preparation and its finish.
-
-    The centre side is held transposed, Sc classes by rows (``mixed_t'``, ``x'``): the
-    gathers at the centres then read whole rows, and the Cholesky solve takes and
-    gives it in LAPACK's column-major layout without a transposing copy.
-    """
+    """One coalition between its preparation and its finish."""
 
     co: CoalitionClasses
     z: torch.Tensor  # every S class of the universe (scaled S columns), the pool's first
     weights: torch.Tensor  # (r,) pool class weights
-    mixed_cols: torch.Tensor  # (t, .) mixed_t' columns, the queried pool classes among them
-    mixed_at: np.ndarray  # (q'_pool,) column of mixed_cols of each queried pool class
+    mixed_q: torch.Tensor  # (q'_pool, t) mixed_t rows of the queried pool classes
+    mixed_t: torch.Tensor | None  # (r, t) all of mixed_t (None when x was kept)
     by_centres: bool
     x: torch.Tensor | None  # the kept centre-side solution, or None: solve ``system``
     system: CMESystem | None
@@ -239,14 +211,13 @@ class CoalitionEmbedding(PoolBinding):
         if kept is not None:
             x, weights = kept
             with maybe_timed(self.stats, "kernels"):
-                mixed_q = self._mixed_columns(co, universe, ~cols, pool_q)
-            at = np.arange(len(pool_q))
-            return _Prepared(co, z, weights, mixed_q, at, True, x, None)
+                mixed_q = self._mixed_rows(co, universe, ~cols, pool_q)
+            return _Prepared(co, z, weights, mixed_q, None, True, x, None)
         with maybe_timed(self.stats, "kernels"):
-            mixed_tr, weights = self._centre_side(co, universe, ~cols)
+            mixed_t, weights = self._centre_side(co, universe, ~cols)
         r, t, q = co.r, len(co.sc_centre), len(co.q_cls)
         n_extra = q - len(pool_q)
-        itemsize = mixed_tr.element_size()
+        itemsize = mixed_t.element_size()
         if self.path != "auto":
             by_centres = self.path == "centres"
         elif self.cache is not None and r * t * itemsize <= self.cache.max_bytes:
@@ -256,7 +227,7 @@ class CoalitionEmbedding(PoolBinding):
         root_w = weights.sqrt()
         with maybe_timed(self.stats, "kernels"):
             if by_centres:
-                rhs = (mixed_tr / root_w[None, :]).mT  # (r, t) column-major: LAPACK's
+                rhs = mixed_t / root_w[:, None]
             else:
                 rhs = root_w[:, None] * kernel(z[:r], z[c.index(co.q_cls)])
             wants_gram = getattr(self.solver, "wants_gram", True)
@@ -267,102 +238,70 @@ class CoalitionEmbedding(PoolBinding):
                 ridge=self.ridge,
                 rhs=rhs,
             )
-        return _Prepared(co, z, weights, mixed_tr, pool_q, by_centres, None, system)
+        mixed_q = mixed_t[c.index(pool_q)]
+        return _Prepared(co, z, weights, mixed_q, mixed_t, by_centres, None, system)
 
     def _centre_side(
         self, co: CoalitionClasses, universe: Universe, sc_cols: np.ndarray
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``mixed_t'`` (t, r): K_Sc(centre Sc class, pool row) times the pool weights,
-        summed per S class; and the S classes' weights (r,)."""
+        """``mixed_t`` (r, t): pool weights times K_Sc(pool row, centre Sc class), per S class."""
         c = self.compute
         xc = universe.scaled.index_select(1, c.index(np.flatnonzero(sc_cols)))
         k_sc = kernel(xc[c.index(co.sc_first[: co.t_pool])], xc[c.index(co.sc_first[co.sc_centre])])
         counts = sparse_csr(c, co.pair_s, co.pair_sc, co.pair_w, (co.r, co.t_pool))
-        mixed_tr = (counts @ k_sc).T.contiguous()
+        mixed_t = counts @ k_sc
         weights = torch.zeros(co.r, dtype=k_sc.dtype, device=k_sc.device)
         weights.index_add_(0, c.index(co.pair_s), c.tensor(co.pair_w))
-        return mixed_tr, weights
+        return mixed_t, weights
 
-    def _mixed_columns(
+    def _mixed_rows(
         self, co: CoalitionClasses, universe: Universe, sc_cols: np.ndarray, pool_q: np.ndarray
     ) -> torch.Tensor:
-        """The columns ``pool_q`` of ``mixed_t'`` alone (a kept coalition's new queries)."""
+        """The rows ``pool_q`` of ``mixed_t`` alone (a kept coalition's new queries)."""
         c = self.compute
         position = np.full(co.r, -1, dtype=np.int64)
         position[pool_q] = np.arange(len(pool_q))
         pick = np.flatnonzero(position[co.pair_s] >= 0)
         sc, sc_index = np.unique(co.pair_sc[pick], return_inverse=True)
-        # (their pool Sc classes x queried classes) weights: sparse, each pool pair
+        # (queried classes x their pool Sc classes) weights: sparse, each pool pair
         # belongs to one S class, so this costs (pool rows of the queried classes) x t
         weights = sparse_csr(
-            c, sc_index.reshape(-1), position[co.pair_s[pick]], co.pair_w[pick],
-            (len(sc), len(pool_q)),
+            c, position[co.pair_s[pick]], sc_index.reshape(-1), co.pair_w[pick],
+            (len(pool_q), len(sc)),
         )  # fmt: skip
         xc = universe.scaled.index_select(1, c.index(np.flatnonzero(sc_cols)))
-        k_sc = kernel(xc[c.index(co.sc_first[co.sc_centre])], xc[c.index(co.sc_first[sc])])
-        return k_sc @ weights
+        k_sc = kernel(xc[c.index(co.sc_first[sc])], xc[c.index(co.sc_first[co.sc_centre])])
+        return weights @ k_sc
 
     # -- finishing -------------------------------------------------------------------
     def _finish(self, prep: _Prepared, universe: Universe) -> tuple[torch.Tensor, np.ndarray]:
         c, co, z, x = self.compute, prep.co, prep.z, prep.x
         assert x is not None
         root_w = prep.weights.sqrt()
-        r = co.r
-        n_pool_q = int((co.q_cls < r).sum())  # q_cls is sorted: pool classes first
-        sc_row = c.index(co.sc_row)
+        r, t = co.r, len(co.sc_centre)
+        if prep.by_centres:
+            # x = A^-1 W^-1/2 mixed_t; middle(q) = (mixed(q) - c W^1/2 x(q)) / w(q) for pool q
+            in_pool = co.q_cls < r
+            middle_t = torch.empty((len(co.q_cls), t), dtype=x.dtype, device=x.device)
+            pool_q = c.index(co.q_cls[in_pool])
+            w_q = root_w[pool_q][:, None]
+            middle_t[c.index(np.flatnonzero(in_pool))] = (
+                prep.mixed_q - self.ridge * w_q * x[pool_q]
+            ) / (w_q * w_q)
+            if not in_pool.all():
+                extra = kernel(z[c.index(co.q_cls[~in_pool])], z[:r]) * root_w[None, :]
+                with maybe_timed(self.stats, "gemm", 2.0 * len(extra) * r * t):
+                    middle_t[c.index(np.flatnonzero(~in_pool))] = extra @ x
+        else:
+            # x = A^-1 W^1/2 K_S(Z, Q); middle = mixed W^-1/2 x
+            assert prep.mixed_t is not None
+            with maybe_timed(self.stats, "gemm", 2.0 * x.shape[1] * r * t):
+                middle_t = x.T @ (prep.mixed_t / root_w[:, None])
         with maybe_timed(self.stats, "gather"):
-            k_pq = self._centre_kernel(prep, universe)  # (centres, q')
-        if not prep.by_centres:
-            # x = A^-1 W^1/2 K_S(Z, Q); middle' = (mixed W^-1/2)' x
-            with maybe_timed(self.stats, "gemm", 2.0 * x.shape[1] * r * len(co.sc_centre)):
-                middle = (prep.mixed_cols / root_w[None, :]) @ x  # (t, q')
-            with maybe_timed(self.stats, "gather"):
-                return middle[sc_row].mul_(k_pq), co.q_col
-        # x = A^-1 W^-1/2 mixed_t; middle(q) = (mixed(q) - c W^1/2 x(q)) / w(q) for pool q,
-        # formed at the centres' rows at once (one gather of rows and columns)
-        x_t = x.mT  # (t, r): contiguous from the Cholesky solve
-        with maybe_timed(self.stats, "gather"):
-            pool_q = c.index(co.q_cls[:n_pool_q])
-            w_q = root_w[pool_q][None, :]
-            x_c = _rows_columns(x_t, sc_row, pool_q, n_pool_q == r)
-            m_c = _rows_columns(
-                prep.mixed_cols,
-                sc_row,
-                c.index(prep.mixed_at),
-                n_pool_q == prep.mixed_cols.shape[1],
-            )
-            middle = m_c.sub_(x_c.mul_(self.ridge * w_q)).div_(w_q * w_q)
-        if n_pool_q < len(co.q_cls):
-            extra = kernel(z[c.index(co.q_cls[n_pool_q:])], z[:r]) * root_w[None, :]
-            with maybe_timed(self.stats, "gemm", 2.0 * len(extra) * r * x_t.shape[0]):
-                middle_extra = (x_t @ extra.T)[sc_row]
-            middle = torch.cat([middle, middle_extra], 1)
-        with maybe_timed(self.stats, "gather"):
-            return middle.mul_(k_pq), co.q_col
-
-    def _centre_kernel(self, prep: _Prepared, universe: Universe) -> torch.Tensor:
-        """``K_S(centres, query classes)``: read off the system's Gram when the centres
-        and the queries all fall in pool classes (its entries are the same numbers),
-        else evaluated."""
-        c, co, z = self.compute, prep.co, prep.z
-        centre_cls = co.labels[universe.centre_rows]
-        gram = None if prep.system is None else prep.system.gram
-        q = len(co.q_cls)
-        if gram is not None and q and co.q_cls[-1] < co.r and centre_cls.max() < co.r:
-            return _rows_columns(gram, c.index(centre_cls), c.index(co.q_cls), q == co.r)
-        return kernel(z[c.index(centre_cls)], z[c.index(co.q_cls)])
-
-
-def _rows_columns(
-    a: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, all_cols: bool
-) -> torch.Tensor:
-    """``a[rows][:, cols]`` as a new tensor, in one pass (``all_cols``: cols is 0..n-1)."""
-    if all_cols:
-        return a.index_select(0, rows)
-    if a.is_contiguous():  # one gather by flat offsets: 4x faster than a[rows, cols] on CPU
-        flat = (rows * a.shape[1])[:, None] + cols[None, :]
-        return a.view(-1).index_select(0, flat.view(-1)).view(len(rows), len(cols))
-    return a[rows[:, None], cols[None, :]]
+            p_cls, p_row = np.unique(co.labels[universe.centre_rows], return_inverse=True)
+            k_pq = kernel(z[c.index(p_cls)], z[c.index(co.q_cls)])[c.index(p_row.reshape(-1))]
+            gamma = k_pq * middle_t.T[c.index(co.sc_row)]
+        return gamma, co.q_col
 
 
 def _key(mask: np.ndarray) -> bytes:

@@ -38,13 +38,8 @@ from prefshap_core.explain.options import CholeskyOptions
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import checkpoint
 
-# Elements per temporary (duels x centres) in the per-duel contraction. On CPU a chunk
-# stays below torch's parallel grain (32,768 elements): the gathered rows stay in cache
-# and no op waits for a second OpenMP thread, which a loaded machine may not schedule
-# (1,000 duels x 774 centre rows: 15 ms against 43 ms in one chunk on one thread, and
-# against 190 ms on two threads at load 20).
+# Elements per temporary (duels x centres) in the per-duel contraction.
 _CHUNK_ELEMENTS = 1 << 22
-_CPU_CHUNK_ELEMENTS = 1 << 15
 # The pairwise table T = G' R (q' x q') beats per-duel dot products when
 # q'^2 is below this many times the number of duels (GEMM flops are much cheaper
 # than gathered ones).
@@ -82,13 +77,11 @@ class ItemGame:
             pairs, pair_index = np.unique(left * n_centre_rows + right, return_inverse=True)
             summed = torch.zeros(len(pairs), dtype=alpha.dtype, device=alpha.device)
             summed.index_add_(0, compute.index(pair_index.reshape(-1)), alpha)
-            # A'[p', p] = sum of alpha_j over centres with (cl_j, cr_j) = (p, p'): the
-            # transpose, so that R' = Gamma' A' is a dense-times-sparse product whose
-            # rows (query classes) the per-duel contraction gathers
-            self._alpha_matrix_t = sparse_csr(
+            # A[p, p'] = sum of alpha_j over centres with (cl_j, cr_j) = (p, p')
+            self._alpha_matrix = sparse_csr(
                 compute,
-                pairs % n_centre_rows,
                 pairs // n_centre_rows,
+                pairs % n_centre_rows,
                 summed,
                 (n_centre_rows, n_centre_rows),
             )
@@ -120,23 +113,21 @@ class ItemGame:
         if self.kind == "upm":
             utility = self._utility @ gamma  # f_S of every query class
             return utility[a] - utility[b]
-        # Query classes by rows: R'[x] = sum_{j: cl_j = p} alpha_j Gamma[cr_j, x] at column p
-        gamma_t = gamma.T.contiguous()
-        r_t = gamma_t @ self._alpha_matrix_t
+        r = self._alpha_matrix @ gamma  # R[p] = sum_{j: cl_j = p} alpha_j Gamma[cr_j]
         n_classes = gamma.shape[1]
         use_table = contraction == "table" or (
             contraction == "auto" and n_classes * n_classes < _TABLE_FACTOR * len(a)
         )
         if use_table:
-            table = gamma_t @ r_t.T  # t(x, y) for every pair of query classes
+            table = gamma.T @ r  # t(x, y) for every pair of query classes
             return table[a, b] - table[b, a]
-        chunk = _CHUNK_ELEMENTS if gamma.device.type == "cuda" else _CPU_CHUNK_ELEMENTS
-        step = max(1, chunk // max(1, gamma.shape[0]))
+        gamma_t, r_t = gamma.T.contiguous(), r.T.contiguous()
+        step = max(1, _CHUNK_ELEMENTS // max(1, gamma.shape[0]))
         parts = []
         for s in range(0, len(a), step):
             aa, bb = a[s : s + step], b[s : s + step]
-            t_ab = torch.linalg.vecdot(gamma_t.index_select(0, aa), r_t.index_select(0, bb))
-            t_ba = torch.linalg.vecdot(gamma_t.index_select(0, bb), r_t.index_select(0, aa))
+            t_ab = (gamma_t[aa] * r_t[bb]).sum(1)
+            t_ba = (gamma_t[bb] * r_t[aa]).sum(1)
             parts.append(t_ab - t_ba)
         if not parts:
             return torch.zeros(0, dtype=gamma.dtype, device=gamma.device)
