@@ -4,6 +4,7 @@ free loopback port, a page, and waits with margins for a loaded CI machine."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -33,6 +34,12 @@ CHROMIUM_ARGS = [
 ON_CI = os.environ.get("CI", "").lower() == "true"
 
 # A Streamlit server, Chromium and a training run per test.
+
+
+def trained_headline(page, kind: str):
+    """The Train page's headline metric of a trained ``kind`` ("GPM", "C-GPM"): its
+    test ROC AUC, or on small data (fewer than 200 test duels) its K-fold CV AUC."""
+    return page.get_by_text(re.compile(rf"{re.escape(kind)} ROC AUC \((test|\d+-fold CV)\)"))
 
 
 def require_browser() -> None:

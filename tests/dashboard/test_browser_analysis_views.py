@@ -23,6 +23,7 @@ from tests.dashboard.browser import (
     no_error_on,
     require_browser,
     running_app,
+    trained_headline,
     wait_for_plot,
     wait_until_idle,
 )
@@ -126,7 +127,7 @@ def test_cgpm_analyst_views_at_two_widths(tmp_path: Path) -> None:
                     raise
         train_one_small_cgpm(page)
         started = time.monotonic()
-        page.get_by_text("C-GPM ROC AUC (test)").wait_for(timeout=TRAIN_WAIT_MS)
+        trained_headline(page, "C-GPM").wait_for(timeout=TRAIN_WAIT_MS)
         print(f"\ntrain (sample C-GPM, 60 centres): {time.monotonic() - started:.1f} s")
         no_error_on(page)
 

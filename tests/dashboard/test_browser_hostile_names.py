@@ -14,7 +14,13 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 
 import pytest
 
-from tests.dashboard.browser import browser_page, no_error_on, require_browser, running_app
+from tests.dashboard.browser import (
+    browser_page,
+    no_error_on,
+    require_browser,
+    running_app,
+    trained_headline,
+)
 from tests.dashboard.hostile import (
     FILE_NAME,
     ITEM_LINK,
@@ -80,7 +86,7 @@ def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
         centres.fill("60")
         centres.press("Enter")
         page.get_by_role("button", name="Train").click()
-        page.get_by_text("C-GPM ROC AUC (test)").wait_for(timeout=240_000)
+        trained_headline(page, "C-GPM").wait_for(timeout=240_000)
         page.get_by_role("link", name="Rankings").click()  # a page that writes its link
         page.get_by_text("Rankings (CSV)").wait_for()
         query = _query_with(page, ("session", "dataset"))

@@ -25,6 +25,7 @@ from tests.dashboard.browser import (
     no_error_on,
     require_browser,
     running_app,
+    trained_headline,
     wait_for_plot,
     wait_until_idle,
 )
@@ -153,11 +154,9 @@ def test_explain_figures_fit_and_colour_categories_at_two_widths(tmp_path: Path)
         _fixed_hyperparameters(page)
         click_until_started(
             page.get_by_role("button", name="Train"),
-            page.locator('[data-testid="stProgress"]').or_(
-                page.get_by_text("C-GPM ROC AUC (test)")
-            ),
+            page.locator('[data-testid="stProgress"]').or_(trained_headline(page, "C-GPM")),
         )
-        page.get_by_text("C-GPM ROC AUC (test)").wait_for(timeout=TRAIN_WAIT_MS)
+        trained_headline(page, "C-GPM").wait_for(timeout=TRAIN_WAIT_MS)
         page.get_by_role("link", name="Explain").click()
         wait_for_plot(page, "Pref-SHAP values", timeout_s=600)
         wait_until_idle(page, timeout_s=600)
