@@ -36,10 +36,12 @@ ON_CI = os.environ.get("CI", "").lower() == "true"
 # A Streamlit server, Chromium and a training run per test.
 
 
-def trained_headline(page, kind: str):
-    """The Train page's headline metric of a trained ``kind`` ("GPM", "C-GPM"): its
-    test ROC AUC, or on small data (fewer than 200 test duels) its K-fold CV AUC."""
-    return page.get_by_text(re.compile(rf"{re.escape(kind)} ROC AUC \((test|\d+-fold CV)\)"))
+def trained_headline(page, kind: str | None = None):
+    """The Train page's headline metric of a trained ``kind`` ("GPM", "C-GPM"; None:
+    whichever ``auto`` chose): its test ROC AUC, or on small data (fewer than 200 test
+    duels) its K-fold CV AUC."""
+    name = "(UPM|GPM|C-GPM)" if kind is None else re.escape(kind)
+    return page.get_by_text(re.compile(rf"{name} ROC AUC \((test|\d+-fold CV)\)"))
 
 
 def require_browser() -> None:

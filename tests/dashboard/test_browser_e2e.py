@@ -220,7 +220,7 @@ def test_head_to_head_link_what_if_and_a_beehive_click(tmp_path: Path) -> None:
         box.fill("3")
         started = time.monotonic()
         box.press("Enter")
-        page.get_by_text(f"P({a} (edited) beats {b})").wait_for()
+        page.get_by_text(f"P({a} (edited) beats {b})", exact=True).wait_for()
         print(
             f"\nwhat-if edit to new probability (demo, browser): {time.monotonic() - started:.2f} s"
         )
