@@ -184,9 +184,9 @@ def render() -> None:
         f"under {choices.labels[context_row]}")  # fmt: skip
     c = st.columns(3)
     c[0].metric(f"P({md(names[a])}{hyp_a} beats {md(names[b])}{hyp_b})", percent(p_a),
-                help=f"The model's probability, {where}.")  # fmt: skip
+                help=md(f"The model's probability, {where}."))  # fmt: skip
     c[1].metric(f"P({md(names[b])}{hyp_b} beats {md(names[a])}{hyp_a})", percent(1 - p_a),
-                help=f"The model's probability, {where}.")  # fmt: skip
+                help=md(f"The model's probability, {where}."))  # fmt: skip
     c[2].metric("Past meetings", f"{met.wins_a} – {met.wins_b}",
                 help=f"Wins of {md(names[a])} – wins of {md(names[b])} in the data.")  # fmt: skip
     # The interval of the one probability shown: under the chosen context, or averaged.
