@@ -23,7 +23,11 @@ import numpy as np
 
 from prefshap_core.analysis.contexts import context_slices
 from prefshap_core.analysis.pairwise import preference_matrices
-from prefshap_core.analysis.rankings import MAX_OPPONENTS, mean_win_probability
+from prefshap_core.analysis.rankings import (
+    MAX_OPPONENTS,
+    mean_win_probability,
+    sampled_opponents,
+)
 from prefshap_core.compute import Compute
 from prefshap_core.models.preference_function import PreferenceFunction
 
@@ -96,11 +100,8 @@ def context_effects(
     assert fn.context_weights is not None
     n = len(fn.items)
     sampled = n > max_opponents
-    opponents = (
-        np.sort(np.random.default_rng(seed).choice(n, size=max_opponents, replace=False))
-        if sampled
-        else np.arange(n)
-    )  # the Rankings page's sample: its p_mean columns are these numbers
+    # the Rankings page's sample: its p_mean columns are these numbers
+    opponents = sampled_opponents(n, max_opponents, seed)
     self_mask = np.arange(n)[:, None] == opponents[None, :]
     slices = context_slices(fn.context_space, fn.contexts, fn.context_weights)
     weight_sets = [None] + [s.weights for s in slices]

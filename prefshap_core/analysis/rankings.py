@@ -29,6 +29,14 @@ UPM_SCORE = "UPM utility f(x)"
 BT_SCORE = "Bradley-Terry score"
 
 
+def sampled_opponents(n: int, max_opponents: int, seed: int) -> np.ndarray:
+    """The opponents each item's mean win probability is taken over: all ``n`` items,
+    or a seeded sorted sample of ``max_opponents`` of them (large pools)."""
+    if n <= max_opponents:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=max_opponents, replace=False))
+
+
 @dataclass(frozen=True)
 class Rankings:
     # rank, item_id, item, p_mean, p_mean[<slice>]..., record, score; with a posterior
@@ -66,11 +74,7 @@ def rankings(
     score (:mod:`ranking_uncertainty`)."""
     n = len(fn.items)
     sampled = n > max_opponents
-    opponents = (
-        np.sort(np.random.default_rng(seed).choice(n, size=max_opponents, replace=False))
-        if sampled
-        else np.arange(n)
-    )
+    opponents = sampled_opponents(n, max_opponents, seed)
     self_mask = np.arange(n)[:, None] == opponents[None, :]
     slices = (
         context_slices(fn.context_space, fn.contexts, fn.context_weights)
