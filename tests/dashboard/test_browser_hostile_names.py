@@ -47,8 +47,9 @@ def _settled(page, timeout_s: float = 180) -> None:
     time.sleep(1.0)
 
 
-def _query_with(page, names: tuple[str, ...], timeout_s: float = 30) -> dict[str, list[str]]:
-    """The page URL's query once it has all of ``names`` (the app writes them in turn)."""
+def _query_with(page, names: tuple[str, ...], timeout_s: float = 120) -> dict[str, list[str]]:
+    """The page URL's query once it has all of ``names`` (the app writes them in turn,
+    after the page has rendered: the Rankings page draws its rank intervals first)."""
     deadline = time.monotonic() + timeout_s
     while not all(n in (query := parse_qs(urlparse(page.url).query)) for n in names):
         assert time.monotonic() < deadline, (page.url, names)
