@@ -36,12 +36,8 @@ def pair_g_sd(
     fn = model.function
     if fn.posterior_factor is None:
         return None
-    if context_row is None or fn.kind != "cgpm" or fn.contexts is None:
-        return float(fn.decision_sd(np.atleast_2d(x_a), np.atleast_2d(x_b))[0])
-    pool = np.vstack([np.atleast_2d(x_a), np.atleast_2d(x_b)]).astype(np.float64)
-    sd = fn.decision_sd_on_pool(pool, np.array([0]), np.array([1]), fn.contexts,
-                                np.array([context_row]))  # fmt: skip
-    return float(sd[0])
+    u = None if context_row is None or fn.contexts is None else fn.contexts[[context_row]]
+    return float(fn.decision_sd(np.atleast_2d(x_a), np.atleast_2d(x_b), u)[0])
 
 
 def interval_caption(name: str, g: float, sd: float | None) -> str | None:

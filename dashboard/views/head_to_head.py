@@ -191,10 +191,7 @@ def render() -> None:
                 help=f"Wins of {md(names[a])} – wins of {md(names[b])} in the data.")  # fmt: skip
     # The interval of the one probability shown: under the chosen context, or averaged.
     beats = f"{names[a]}{hyp_a} beats {names[b]}{hyp_b}"
-    if context_row is not None and pref.g_by_context is not None:
-        g_shown = float(pref.g_by_context[context_row])
-    else:
-        g_shown = pref.g_average
+    g_shown = pref.g_under(context_row)
     if note := interval_caption(beats, g_shown, pair_g_sd(model, x_a, x_b, context_row)):
         st.caption(md(note))
     if not pref.by_context.empty:

@@ -33,12 +33,16 @@ class PairPreference:
     def p_average(self) -> float:
         return float(win_probability(self.g_average))
 
-    def p_under(self, context_row: int | None) -> float:
-        """P(A beats B) under observed context ``context_row``: sigmoid(g(u, a, b));
-        None (or a model without contexts): sigmoid(g_bar), the context average."""
+    def g_under(self, context_row: int | None) -> float:
+        """g(u, a, b) under observed context ``context_row``; None (or a model without
+        contexts): g_bar, the context average."""
         if context_row is None or self.g_by_context is None:
-            return self.p_average
-        return float(win_probability(self.g_by_context[context_row]))
+            return self.g_average
+        return float(self.g_by_context[context_row])
+
+    def p_under(self, context_row: int | None) -> float:
+        """P(A beats B) = sigmoid(:meth:`g_under`)."""
+        return float(win_probability(self.g_under(context_row)))
 
 
 def pair_preference(
