@@ -149,6 +149,11 @@ def figures(
             help=BAR_HELP,
         )
         fig_bar = bar(expl, kind=kind, title=title, imputed=imputed)
+        if expl.sd is not None and kind != "direction":
+            st.caption(
+                "Error bars: the standard error combined with the model's posterior sd "
+                "(at most the mean of the duels' sds), sqrt(se² + sd²); hover for each."
+            )
         bar_stem = export_stem(dataset, BAR_VIEWS[kind], selection)
         st.plotly_chart(fig_bar, width="stretch", config=plot_config(bar_stem), key=f"bar:{key}")
         figure_exports(
@@ -157,7 +162,8 @@ def figures(
             table_help=(
                 "The bars' numbers: feature, level, statistic, value, duels."
                 if kind == "direction"
-                else "The bars' numbers: feature, value, standard error, duels."
+                else "The bars' numbers: feature, value, standard error, "
+                + ("posterior sd bound, " if expl.sd is not None else "") + "duels."
             ),
         )  # fmt: skip
     dependence_plot(expl, title=title, dataset=dataset, selection=selection, key=key,

@@ -250,13 +250,14 @@ def render() -> None:
         return
     if subset.note:
         st.caption(subset.note)
+    uncertainty = _uncertainty_toggle(loaded, model)
     whats = ["items", "context"] if model.kind == "cgpm" else ["items"]
     tabs = st.tabs(["Item features", "Context features"][: len(whats)])
     for tab, what in zip(tabs, whats, strict=True):
         with tab:
             req = request(
                 loaded, model, subset.duels, what, cap=subset.cap, precision=precision,
-                executor=executor,
+                executor=executor, uncertainty=uncertainty,
             )  # fmt: skip
             sample_note(req)
             # The g this tab explains: a C-GPM's item tab explains the context average.
@@ -277,6 +278,20 @@ def render() -> None:
             )
             if what == "items":
                 _interactions(loaded, model, req, expl, subset.title)
+
+
+def _uncertainty_toggle(loaded: state.LoadedData, model: state.TrainedModel) -> bool:
+    """Whether the bars add the model's posterior sd (a model without a posterior: no)."""
+    if model.function.posterior_factor is None:
+        return False
+    return st.toggle(
+        "Model uncertainty on the bars",
+        key=f"explain:uncertainty:{loaded.fingerprint}",
+        persist_state=state.PERSIST,
+        help="Each bar's error bar adds the model's posterior sd (a bound: the mean of "
+        "the duels' sds) to its standard error, sqrt(se² + sd²); hover a bar for each. "
+        "Takes up to about twice as long.",
+    )
 
 
 def _interactions(

@@ -253,7 +253,9 @@ def learn_lengthscales(
     penalty: float,
     steps: int | None = None,
 ) -> LearnedLengthscales:
-    """Adam on (log lengthscales, log penalty); returns the best point seen."""
+    """Adam on (log lengthscales, log penalty); returns the best point seen (up to a
+    step whose objective cannot be evaluated: a singular Newton system or a non-finite
+    loss ends the search there)."""
     steps = GRADIENT_STEPS if steps is None else steps
     problem, _, _ = ard_problem(fitter, train, utility_weight)
     start_items = np.log(fitter.base_lengthscales * scale)
@@ -270,7 +272,14 @@ def learn_lengthscales(
     best_theta, best, objectives = start.copy(), float("inf"), []
     for _ in range(steps + 1):
         optimiser.zero_grad()
-        value, alpha = problem.objective(theta, alpha)
+        try:
+            value, alpha = problem.objective(theta, alpha)
+        except torch.linalg.LinAlgError:
+            # A step reached lengthscales whose Newton system is singular (e.g. every
+            # kernel entry 1): that region is degenerate, so the best point seen stands.
+            break
+        if not torch.isfinite(value):
+            break
         objectives.append(float(value.detach()))
         if objectives[-1] < best:
             best, best_theta = objectives[-1], theta.detach().numpy().copy()

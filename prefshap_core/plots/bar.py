@@ -5,7 +5,11 @@ does not matter). ``kind="mean"``: signed mean phi in the explanation's orientat
 for a chosen subset (say one item's losses), red when it favours the favoured side,
 blue when against, with the standard error of the mean across duels as error bars.
 Sampled explanations also show their coalition-sampling error on ``mean_abs`` bars.
-:func:`bar_table` gives the bars' numbers (what the bar's CSV export holds).
+With posterior sds (``ExplainOptions(uncertainty=True)``) the error bars add the
+model's uncertainty: ``sqrt(se^2 + sd^2)``, ``sd`` the bound on the posterior sd of
+the bar's mean (docs/method.md, "Uncertainty"; :func:`bar_table`). The hover says
+which is which. :func:`bar_table` gives the bars' numbers (what the bar's CSV export
+holds).
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ def bar(
     table = bar_table(expl, kind=kind, max_display=max_display)
     names = table["feature"].tolist()
     values = table["value"].to_numpy()
-    errors = table["standard_error"].to_numpy()
+    se = table["standard_error"].to_numpy()
+    sd = table["posterior_sd_bound"].to_numpy() if "posterior_sd_bound" in table else None
+    errors = se if sd is None else np.hypot(se, sd)
     show_errors = kind == "mean" or bool(np.any(errors > 0))
 
     n_rows = values.size
@@ -63,12 +69,8 @@ def bar(
                 if show_errors
                 else None
             ),
-            customdata=np.stack([errors], axis=1),
-            hovertemplate=(
-                "%{text}: %{x:.4g}"
-                + (" ± %{customdata[0]:.2g} (s.e.)" if show_errors else "")
-                + "<extra></extra>"
-            ),
+            customdata=np.stack([errors, se, se if sd is None else sd], axis=1),
+            hovertemplate="%{text}: %{x:.4g}" + _error_hover(show_errors, sd is not None),
             text=names,
             textposition="none",
             width=0.7,
@@ -99,11 +101,15 @@ def bar(
 def bar_table(
     expl: Explanation, *, kind: BarKind = "mean_abs", max_display: int = 10
 ) -> pd.DataFrame:
-    """The bars' numbers, top bar first: feature, value, standard_error, n_duels.
+    """The bars' numbers, top bar first: feature, value, standard_error, n_duels,
+    and ``posterior_sd_bound`` after ``standard_error`` when the explanation has sds.
 
     ``mean``: the standard error of the mean across duels. ``mean_abs``: the
     coalition-sampling error of the mean, sqrt(sum_i se_i^2) / n (0 when exact), so a
-    sampled explanation says how sure its importances are. ``direction``:
+    sampled explanation says how sure its importances are. ``posterior_sd_bound``:
+    the mean of the per-duel posterior sds, which bounds the posterior sd of the bar's
+    mean (the values are correlated through the coefficients, so their sds add at
+    most; for ``mean_abs`` to first order). ``direction``:
     :func:`direction.direction_table` (feature, level, statistic, value, n_duels).
     """
     if kind == "direction":
@@ -117,25 +123,34 @@ def bar_table(
     names = [expl.player_names[j] for j in shown.tolist()]
     columns = [per_duel[:, j] for j in shown.tolist()]
     se_columns = [se[:, j] for j in shown.tolist()]
+    sd = expl.sd
+    sd_columns = [] if sd is None else [sd[:, j] for j in shown.tolist()]
     if rest.size:
         # The mean of the rest's per-duel sum is the sum of their means, and its
         # standard error must come from that per-duel sum (the rest are correlated).
         names.append(style.other_players_label(int(rest.size)))
         columns.append(per_duel[:, rest].sum(axis=1))
         se_columns.append(np.sqrt((se[:, rest] ** 2).sum(axis=1)))
+        if sd is not None:
+            sd_columns.append(sd[:, rest].sum(axis=1))
     stacked = np.stack(columns, axis=1)
     if kind == "mean":
         errors = _standard_error_of_mean(stacked)
     else:
         errors = np.sqrt((np.stack(se_columns, axis=1) ** 2).sum(axis=0)) / expl.n_duels
-    return pd.DataFrame(
-        {
-            "feature": names,
-            "value": stacked.mean(axis=0),
-            "standard_error": errors,
-            "n_duels": expl.n_duels,
-        }
-    )
+    table = {"feature": names, "value": stacked.mean(axis=0), "standard_error": errors}
+    if sd is not None:
+        table["posterior_sd_bound"] = np.stack(sd_columns, axis=1).mean(axis=0)
+    return pd.DataFrame({**table, "n_duels": expl.n_duels})
+
+
+def _error_hover(show_errors: bool, with_sd: bool) -> str:
+    if not show_errors:
+        return "<extra></extra>"
+    if not with_sd:
+        return " ± %{customdata[0]:.2g} (s.e.)<extra></extra>"
+    return (" ± %{customdata[0]:.2g} (s.e. %{customdata[1]:.2g},"
+            " posterior sd ≤ %{customdata[2]:.2g})<extra></extra>")  # fmt: skip
 
 
 def _standard_error_of_mean(columns: np.ndarray) -> np.ndarray:

@@ -108,9 +108,9 @@ def train_one_small_cgpm(page) -> None:
     page.get_by_role("button", name="Train").click()
 
 
-def test_cgpm_analyst_views_at_two_widths(tmp_path: Path) -> None:
+def test_cgpm_analyst_views_at_two_widths(warm_cache: Path) -> None:
     require_browser()
-    with running_app(tmp_path) as (url, _), browser_page() as page:
+    with running_app(warm_cache) as (url, _), browser_page() as page:
         page.goto(f"{url}/data")
         page.get_by_text("Upload CSV files").click()
         uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')

@@ -188,7 +188,7 @@ def _metric_value(page, label_start: str) -> str:
     return metric.locator('[data-testid="stMetricValue"]').inner_text()
 
 
-def test_head_to_head_link_what_if_and_a_beehive_click(tmp_path: Path) -> None:
+def test_head_to_head_link_what_if_and_a_beehive_click(warm_cache: Path) -> None:
     """A deep link to a head-to-head of two demo items shows its waterfall and the
     probability; a what-if edit changes the probability; a beehive click opens a duel.
     Screenshots of each view go to artifacts/."""
@@ -198,7 +198,7 @@ def test_head_to_head_link_what_if_and_a_beehive_click(tmp_path: Path) -> None:
 
     demo = synthetic_clusters(n_items=400, n_duels=3000, seed=0)  # the app's demo data
     a, b = str(demo.item_ids[5]), str(demo.item_ids[9])
-    with running_app(tmp_path) as (url, _), browser_page() as page:
+    with running_app(warm_cache) as (url, _), browser_page() as page:
         page.goto(url)
         wait_for_plot(page, "All test duels")
         wait_until_idle(page)

@@ -57,10 +57,10 @@ def _query_with(page, names: tuple[str, ...], timeout_s: float = 120) -> dict[st
     return query
 
 
-def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
+def test_hostile_names_fetch_nothing_from_outside(warm_cache: Path) -> None:
     require_browser()
     items, duels = hostile_files()
-    with running_app(tmp_path) as (url, _), browser_page() as page:
+    with running_app(warm_cache) as (url, _), browser_page() as page:
         outside: list[str] = []
         own = urlparse(url).netloc
 

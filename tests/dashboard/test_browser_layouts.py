@@ -42,10 +42,10 @@ def _wide_choice_table(path: Path, n_rows: int = 60) -> Path:
     return path
 
 
-def test_wide_choice_table_uploaded_trained_and_explained(tmp_path: Path) -> None:
+def test_wide_choice_table_uploaded_trained_and_explained(tmp_path: Path, warm_cache: Path) -> None:
     require_browser()
     table = _wide_choice_table(tmp_path / "travel.csv")
-    with running_app(tmp_path) as (url, _), browser_page() as page:
+    with running_app(warm_cache) as (url, _), browser_page() as page:
         page.goto(f"{url}/data")
         page.get_by_text("Upload CSV files").click()
         # the second uploader is duels.csv; a wide table needs no items.csv

@@ -138,11 +138,11 @@ def _fixed_hyperparameters(page) -> None:
             time.sleep(1.0)
 
 
-def test_explain_figures_fit_and_colour_categories_at_two_widths(tmp_path: Path) -> None:
+def test_explain_figures_fit_and_colour_categories_at_two_widths(warm_cache: Path) -> None:
     require_browser()
-    with running_app(tmp_path) as (url, _), browser_page() as page:
+    with running_app(warm_cache) as (url, _), browser_page() as page:
         page.goto(f"{url}/data")
-        # the demo trains first (an empty cache): minutes on a loaded machine
+        # the demo comes from the warm cache; the wait covers a loaded machine
         page.get_by_text("Upload CSV files").click(timeout=TRAIN_WAIT_MS)
         uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
         uploads.nth(0).set_input_files(str(ROOT / "sample_data" / "items.csv"))

@@ -107,8 +107,14 @@ def test_heavy_jobs_queue_with_their_position_and_cancel_while_queued() -> None:
     first = Job("1", "First", first_work, heavy=True, gate=gate).start()
     assert first_started.wait(10)
     second = Job("2", "Second", lambda p: "second", heavy=True, gate=gate).start()
+    # The gate serves in arrival order: the third job starts only once the second
+    # has queued, or a loaded machine may let it arrive first.
+    for _ in range(200):
+        if second.queue_position == 1:
+            break
+        release.wait(0.05)
     third = Job("3", "Third", lambda p: "third", heavy=True, gate=gate).start()
-    for _ in range(100):
+    for _ in range(200):
         if second.queue_position == 1 and third.queue_position == 2:
             break
         release.wait(0.05)

@@ -10,7 +10,7 @@ import pytest
 from dashboard.services.intervals import interval_caption
 from prefshap_core.analysis.head_to_head import most_active_pair
 from prefshap_core.models.posterior import Z90, probability_interval
-from tests.dashboard.apptest import assert_clean, goto, new_app, texts
+from tests.dashboard.apptest import assert_clean, goto, new_app, settle, texts
 
 
 def test_probability_interval_is_the_sigmoid_of_gs_interval():
@@ -88,3 +88,16 @@ def test_head_to_head_interval_is_of_the_probability_shown_under_a_context():
         expected = float(fn.decision_sd(x_a, x_b, fn.contexts[[row]])[0])
         assert pair_g_sd(model, x_a, x_b, row) == pytest.approx(expected, rel=1e-12)
     assert pair_g_sd(model, x_a, x_b, 0) != pytest.approx(averaged, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_explain_bars_add_the_posterior_sd_when_asked():
+    at = goto(new_app(), "explain")
+    assert_clean(at)
+    toggle = next(t for t in at.toggle if t.label == "Model uncertainty on the bars")
+    assert "posterior sd" not in texts(at)
+    at = settle(toggle.set_value(True).run(timeout=120))
+    assert_clean(at)
+    assert "combined with the model's posterior sd" in texts(at)
+    bars = [c for c in at.get("plotly_chart") if "posterior sd" in c.proto.spec]
+    assert bars, "no bar chart with posterior sd error bars"

@@ -233,3 +233,29 @@ def test_one_player_and_many_duel_groups_give_the_same_sds(monkeypatch):
     phi, *_ = brute_force(one, "context", [0, 1, 2], [3, 4, 5], ctx)
     sigma = one.posterior_factor @ one.posterior_factor.T
     assert relative(e.sd, quadratic_sd(phi, sigma)) < 1e-8
+
+
+def test_bar_posterior_sd_bounds_the_exact_sd_of_the_bars_mean():
+    """The bar's ``posterior_sd_bound`` (mean of per-duel sds) is >= the exact sd of
+    the bar's mean, ``||mean_d Phi(d) F||``, and equals it when every duel is the same."""
+    from prefshap_core.plots.bar import bar_table
+
+    fn, left, right, _ = make("gpm", 0.7, seed=3, rank=6)
+    left, right = left[1:], right[1:]
+    e = Explainer(fn, ExplainOptions(uncertainty=True))(left, right)
+    phi, _, _ = brute_force(fn, "items", left, right, None)
+    sigma = fn.posterior_factor @ fn.posterior_factor.T
+    table = bar_table(e, kind="mean", max_display=e.n_players).set_index("feature")
+    exact = quadratic_sd(phi.mean(axis=0), sigma)  # (p,): sd of each player's mean
+    for j, name in enumerate(e.player_names):
+        bound = table.loc[name, "posterior_sd_bound"]
+        assert np.isclose(bound, e.sd[:, j].mean())
+        assert bound >= exact[j] * (1 - 1e-12) and exact[j] > 0
+    same = Explainer(fn, ExplainOptions(uncertainty=True))(left[[0, 0, 0]], right[[0, 0, 0]])
+    phi_same, _, _ = brute_force(fn, "items", left[[0]], right[[0]], None)
+    table_same = bar_table(same, kind="mean", max_display=same.n_players)
+    np.testing.assert_allclose(
+        table_same.set_index("feature").loc[list(same.player_names), "posterior_sd_bound"],
+        quadratic_sd(phi_same[0], sigma), rtol=1e-8,
+    )  # fmt: skip
+    assert "posterior_sd_bound" not in bar_table(Explainer(fn)(left, right), kind="mean")

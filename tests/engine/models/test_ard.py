@@ -96,3 +96,28 @@ def test_skipped_below_the_minimum_and_when_switched_off(noisy_game, monkeypatch
     assert ard.refine_column_lengthscales(fitter, few, validation, *args) is None
     monkeypatch.setattr(ard, "GRADIENT_STEPS", 0)
     assert ard.refine_column_lengthscales(fitter, np.arange(2500), validation, *args) is None
+
+
+def test_a_singular_step_ends_the_search_at_the_best_point_seen(noisy_game, monkeypatch):
+    """Seen on an App. B game: Adam reached lengthscales whose Newton system was
+    singular, and training crashed. The search now stops there and keeps its best."""
+    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
+    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
+    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
+    real = ard.ArdProblem.objective
+    calls = []
+
+    def fails_on_the_fourth(self, theta, alpha):
+        calls.append(1)
+        if len(calls) == 4:
+            raise torch.linalg.LinAlgError("singular")
+        return real(self, theta, alpha)
+
+    monkeypatch.setattr(ard.ArdProblem, "objective", fails_on_the_fourth)
+    data = noisy_game
+    learned = ard.learn_lengthscales(_fitter(data), np.arange(2500), 1.0, 0.0, 1e-3, steps=10)
+    assert len(learned.objectives) == 3 and len(calls) == 4
+    best = int(np.argmin(learned.objectives))
+    monkeypatch.setattr(ard.ArdProblem, "objective", real)
+    again = ard.learn_lengthscales(_fitter(data), np.arange(2500), 1.0, 0.0, 1e-3, steps=best)
+    np.testing.assert_allclose(learned.items, again.items if best else np.ones(3))

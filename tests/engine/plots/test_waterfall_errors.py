@@ -47,3 +47,22 @@ def test_error_bar_note_names_each_error():
     assert "sqrt(se² + sd²)" in error_bar_note(True, True, 64)
     assert "posterior sd" in error_bar_note(False, True)
     assert "sampling standard errors" in error_bar_note(True, False, 64)
+
+
+def test_bar_error_bars_add_the_posterior_sd_bound_to_the_se():
+    from prefshap_core.plots import bar, bar_table
+
+    expl = make_explanation(q=6, p=4, seed=5, group_player=None)
+    sd = np.random.default_rng(6).uniform(0.01, 0.1, (6, 4))
+    with_sd = replace(expl, sd=sd)
+    for kind in ("mean", "mean_abs"):
+        table = bar_table(with_sd, kind=kind, max_display=2)
+        fig = bar(with_sd, kind=kind, max_display=2)
+        combined = np.hypot(table["standard_error"], table["posterior_sd_bound"])
+        np.testing.assert_allclose(fig.data[0].error_x.array, combined)
+        assert "posterior sd ≤" in fig.data[0].hovertemplate
+        # the collapsed rest: its per-duel sds add (a bound), then the mean over duels
+        rest = sd[:, [list(expl.player_names).index(n) for n in expl.player_names
+                      if n not in set(table["feature"][:-1])]]  # fmt: skip
+        assert np.isclose(table["posterior_sd_bound"].iloc[-1], rest.sum(axis=1).mean())
+    assert "posterior sd" not in bar(expl, kind="mean").data[0].hovertemplate
