@@ -156,8 +156,11 @@ class _ItemBrackets:
     ) -> torch.Tensor:
         """(K, r, M) brackets from the coalitions' (Gamma, query column) pairs (into ``out``).
 
-        Gathered duel rows first (``Gamma^T[a]``: contiguous rows), then the centres'
-        columns: the same products as the value function, laid out (duels, M).
+        The centres' rows first, as (classes, M) tables ``G(cl_j, .)`` and
+        ``G(cr_j, .)`` (a coalition has at most as many classes as items, usually
+        fewer than duels), then whole contiguous rows of them per duel: row gathers
+        instead of column gathers of a (duels, centre rows) matrix, the same products
+        as the value function, laid out (duels, M).
         """
         fn, c = self.fn, self.compute
         m = fn.n_centres
@@ -165,18 +168,28 @@ class _ItemBrackets:
             out = torch.empty((len(gammas), len(rows), m), dtype=c.torch_dtype,
                               device=c.torch_device)  # fmt: skip
         for k, (gamma, query_column) in enumerate(gammas):
-            g_t = gamma.T.contiguous()  # (classes, centre rows)
-            at_a = g_t[c.index(query_column[self.batch.left[rows]])]  # (r, centre rows)
-            at_b = g_t[c.index(query_column[self.batch.right[rows]])]
-            a_l, a_r = at_a[:, self.cl], at_a[:, self.cr]  # G(cl_j, a), G(cr_j, a): (r, M)
-            b_l, b_r = at_b[:, self.cl], at_b[:, self.cr]
+            at_l = gamma.index_select(0, self.cl).T.contiguous()  # (classes, M)
+            at_r = gamma.index_select(0, self.cr).T.contiguous()
+            a = c.index(query_column[self.batch.left[rows]])
+            b = c.index(query_column[self.batch.right[rows]])
             pair = out[k]
             if fn.kind == "upm":
-                torch.sub(a_l - a_r, b_l - b_r, out=pair)
+                diff = at_l - at_r
+                torch.sub(diff.index_select(0, a), diff.index_select(0, b), out=pair)
             else:
-                torch.sub(a_l * b_r, b_l * a_r, out=pair)
+                # l(a) r(b) - l(b) r(a) + w (l(a) - r(a) - l(b) + r(b)), l = G(cl_j, .),
+                # r = G(cr_j, .), is (l(a) + w)(r(b) + w) - (l(b) + w)(r(a) + w): the
+                # utility part folded into the tables, two products per element.
                 if fn.utility_weight != 0:
-                    pair += fn.utility_weight * ((a_l - a_r) - (b_l - b_r))
+                    at_l += fn.utility_weight
+                    at_r += fn.utility_weight
+                torch.mul(at_l.index_select(0, a), at_r.index_select(0, b), out=pair)
+                pair.addcmul_(at_l.index_select(0, b), at_r.index_select(0, a), value=-1.0)
+                # Sides equal on the coalition's columns: 0 exactly (a fused multiply-add
+                # leaves the rounding of l(a) r(a) behind).
+                same = a == b
+                if bool(same.any()):
+                    pair[same] = 0.0
             if self.kappa is not None:
                 pair *= self.kappa[None, :]
         return out
