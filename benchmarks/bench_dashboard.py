@@ -33,6 +33,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import statistics
@@ -139,13 +140,23 @@ def job_window(pid: int, timeout_s: float = 60) -> tuple[dict, float]:
         time.sleep(0.05)
 
 
+def job_seconds(threads: dict[int, tuple[str, float]]) -> float:
+    """CPU seconds of the job threads so far. The BLAS / OpenMP workers a job thread
+    starts inherit its name and outlive it (an idle pool), so a job runs while this
+    grows, not while such threads exist."""
+    return sum(cpu for name, cpu in threads.values() if name.startswith(JOB_THREAD))
+
+
 def wait_until_no_job(pid: int, timeout_s: float = 600) -> None:
-    """Until the server has had no job thread for 2 s (or ``timeout_s``)."""
+    """Until the server's job threads have used no CPU for 2 s (or ``timeout_s``)."""
     deadline, quiet_since = time.monotonic() + timeout_s, time.monotonic()
+    used = job_seconds(thread_cpu(pid))
     while time.monotonic() < deadline and time.monotonic() - quiet_since < 2.0:
-        if any(name.startswith(JOB_THREAD) for name, _ in thread_cpu(pid).values()):
-            quiet_since = time.monotonic()
         time.sleep(0.1)
+        now = job_seconds(thread_cpu(pid))
+        if now > used + 0.005:
+            quiet_since = time.monotonic()
+        used = now
 
 
 def cli_train(model: str, centres: int | None, out: Path) -> tuple[float, float]:
@@ -215,17 +226,23 @@ def dashboard_runs(args: argparse.Namespace) -> None:
                 before, t0 = job_window(proc.pid)
                 last = now = before, t0
                 stages: list[str] = []  # what the progress bar said (queued? which stage?)
-                while any(n.startswith(JOB_THREAD) for n, _ in now[0].values()):
-                    last = now  # the last look while the job's threads still ran
+                busy_at, drawn_at = time.perf_counter(), None
+                while time.perf_counter() - busy_at < 2.0:  # job threads idle for 2 s: done
                     time.sleep(0.2)
+                    if drawn_at is None and not bar.count():  # the rerun that drew the result
+                        drawn_at = time.perf_counter()
                     now = thread_cpu(proc.pid), time.perf_counter()
+                    if job_seconds(now[0]) > job_seconds(last[0]) + 0.005:
+                        last, busy_at = now, now[1]  # the last look while the job still ran
                     with contextlib.suppress(Exception):
                         head, _, timing = bar.first.inner_text(timeout=500).partition(" — ")
                         stage = head.rsplit(": ", 1)[-1].strip()
                         if stage and (not stages or not stages[-1].startswith(stage)):
                             stages.append(f"{stage} (at {timing.split('·')[-1].strip()})")
                 try:
-                    page.get_by_text("ROC AUC (test)").first.wait_for(timeout=120_000)
+                    # The Train page's headline (a hidden table header has the same words).
+                    headline = re.compile(r"(UPM|GPM|C-GPM) ROC AUC \((test|\d+-fold CV)\)")
+                    page.get_by_text(headline).first.wait_for(timeout=120_000)
                 except Exception:
                     shot = ROOT / "artifacts" / "bench_dashboard_failure.png"
                     shot.parent.mkdir(exist_ok=True)
@@ -234,7 +251,7 @@ def dashboard_runs(args: argparse.Namespace) -> None:
                     raise
                 while bar.count():  # the page has drawn the result
                     time.sleep(0.05)
-                page_s.append(time.perf_counter() - started)
+                page_s.append((drawn_at or time.perf_counter()) - started)
                 if last[1] - t0 > 0.5:
                     shares.append(cpu_split(before, last[0], last[1] - t0))
                 wall, reported = cli_train(args.model, args.centres, cache / f"cli{run}.npz")

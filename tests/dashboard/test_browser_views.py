@@ -118,7 +118,7 @@ def _shoot(page, name: str) -> None:
     print(f"screenshot: {path}")
 
 
-def _settle(page, seconds: float = 3.0) -> None:
+def _settle(page, seconds: float = 2.0) -> None:
     time.sleep(seconds)  # plotly relayouts after a resize or a rerun
     wait_until_idle(page)
 
