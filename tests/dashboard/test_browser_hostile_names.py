@@ -57,10 +57,13 @@ def _query_with(page, names: tuple[str, ...], timeout_s: float = 120) -> dict[st
     return query
 
 
-def test_hostile_names_fetch_nothing_from_outside(warm_cache: Path) -> None:
+def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
     require_browser()
     items, duels = hostile_files()
-    with running_app(warm_cache) as (url, _), browser_page() as page:
+    # A cold cache on purpose: started from a cache that already holds the demo, the
+    # Rankings page's URL lacked its session token in CI (seen 2026-12-02, not yet
+    # explained), while the same flow from a cold start has always had it.
+    with running_app(tmp_path) as (url, _), browser_page() as page:
         outside: list[str] = []
         own = urlparse(url).netloc
 
