@@ -99,9 +99,9 @@ def context_effects(
         raise ValueError(f"context effects need a C-GPM, this model is {fn.kind!r}")
     assert fn.context_weights is not None
     n = len(fn.items)
-    sampled = n > max_opponents
     # the Rankings page's sample: its p_mean columns are these numbers
     opponents = sampled_opponents(n, max_opponents, seed)
+    sampled = len(opponents) < n
     self_mask = np.arange(n)[:, None] == opponents[None, :]
     slices = context_slices(fn.context_space, fn.contexts, fn.context_weights)
     weight_sets = [None] + [s.weights for s in slices]

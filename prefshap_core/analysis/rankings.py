@@ -73,8 +73,8 @@ def rankings(
     ``rank_low``..``rank_high`` from posterior draws, and ``score_sd`` beside a UPM
     score (:mod:`ranking_uncertainty`)."""
     n = len(fn.items)
-    sampled = n > max_opponents
     opponents = sampled_opponents(n, max_opponents, seed)
+    sampled = len(opponents) < n
     self_mask = np.arange(n)[:, None] == opponents[None, :]
     slices = (
         context_slices(fn.context_space, fn.contexts, fn.context_weights)

@@ -35,15 +35,9 @@ def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.dashboard.apptest import assert_clean, new_app, settle
 
     folder = tmp_path_factory.mktemp("demo-cache")
-    before = os.environ.get("PREFSHAP_CACHE_DIR")
-    os.environ["PREFSHAP_CACHE_DIR"] = str(folder)
-    try:
+    with pytest.MonkeyPatch.context() as env:  # restores the run's cache folder after
+        env.setenv("PREFSHAP_CACHE_DIR", str(folder))
         assert_clean(settle(new_app()))
-    finally:
-        if before is None:
-            os.environ.pop("PREFSHAP_CACHE_DIR", None)
-        else:
-            os.environ["PREFSHAP_CACHE_DIR"] = before
     return folder
 
 
