@@ -152,7 +152,13 @@ def training_sizes(
         "n_items": len(data.items),
         "weight_grid": weight_grid,
     }
-    return (len(split.train), settings.n_centres, n_features, itemsize), shapes
+    # The centres the fits use: on small data the cap (half the fitted duels: train +
+    # validation under K-fold selection) binds before the asked number.
+    n_fitted = len(split.train) + len(split.validation)
+    if n_fitted > CV_MAX_DUELS:
+        n_fitted = len(split.train)
+    n_centres = centre_count(settings.n_centres, n_fitted)
+    return (len(split.train), n_centres, n_features, itemsize), shapes
 
 
 def _train_within_budget(

@@ -47,14 +47,25 @@ def _settled(page, timeout_s: float = 180) -> None:
     time.sleep(1.0)
 
 
-def _query_with(page, names: tuple[str, ...], timeout_s: float = 120) -> dict[str, list[str]]:
-    """The page URL's query once it has all of ``names`` (the app writes them in turn,
-    after the page has rendered: the Rankings page draws its rank intervals first)."""
-    deadline = time.monotonic() + timeout_s
-    while not all(n in (query := parse_qs(urlparse(page.url).query)) for n in names):
-        assert time.monotonic() < deadline, (page.url, names)
-        time.sleep(0.25)
-    return query
+def _rankings_query(page, names: tuple[str, ...], tries: int = 4) -> dict[str, list[str]]:
+    """Open Rankings (a page that writes its link) until its URL has all of ``names``.
+
+    The app writes them once the page has rendered. Right after a navigation click,
+    Chromium sometimes keeps the bare ``/rankings`` URL: the query update of that run
+    is dropped (seen in CI and locally, about one run in two, at any load), and the
+    server, which believes the URL written, sends it again only after another
+    navigation. So a URL still bare after 20 s gets another click.
+    """
+    for _ in range(tries):
+        page.get_by_role("link", name="Rankings").click()
+        page.get_by_text("Rankings (CSV)").wait_for()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            query = parse_qs(urlparse(page.url).query)
+            if all(n in query for n in names):
+                return query
+            time.sleep(0.25)
+    raise AssertionError(f"after {tries} visits the Rankings URL lacks {names}: {page.url}")
 
 
 def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
@@ -91,9 +102,7 @@ def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
         centres.press("Enter")
         page.get_by_role("button", name="Train").click()
         trained_headline(page, "C-GPM").wait_for(timeout=240_000)
-        page.get_by_role("link", name="Rankings").click()  # a page that writes its link
-        page.get_by_text("Rankings (CSV)").wait_for()
-        query = _query_with(page, ("session", "dataset"))
+        query = _rankings_query(page, ("session", "dataset"))
         session, dataset = query["session"][0], query["dataset"][0]
 
         visits = {

@@ -140,3 +140,15 @@ def test_kernel_matrix_is_chunked_when_only_its_cache_does_not_fit(
     monkeypatch.delenv(budget.MEMORY_BUDGET_ENV)
     cached = train(data, settings)
     np.testing.assert_allclose(chunked.function.alpha, cached.function.alpha, rtol=1e-8, atol=1e-10)
+
+
+def test_the_estimate_counts_the_centres_the_fits_use() -> None:
+    # 1,800 train + validation duels, K-fold selection: at most half of them are
+    # centres, whatever was asked.
+    data = _duels(2_000)
+    split = split_duels(data.n_duels, 0)
+    asked = TrainSettings(n_centres=2_000, penalty=1e-2, lengthscale_scale=1.0, baseline=False)
+    sizes, _ = training_sizes(data, asked, split)
+    assert sizes[1] == (len(split.train) + len(split.validation)) // 2 < 2_000
+    fitted = train(data, asked)
+    assert len(fitted.function.alpha) == sizes[1]

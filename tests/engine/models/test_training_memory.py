@@ -40,7 +40,8 @@ def test_a_training_that_would_not_fit_next_to_its_square_matrices_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     m = 3000
-    data = synthetic_clusters(n_items=300, n_duels=int(1.5625 * m), seed=0)
+    # 2.5 m duels: 0.8 of them train, and M = m is then at the cap of half of those.
+    data = synthetic_clusters(n_items=300, n_duels=int(2.5 * m), seed=0)
     n_train = len(split_duels(data.n_duels, 0).train)
     # What the solver holds at once: K_MM, its jittered copy, two Cholesky factors,
     # T T^T and, while a Newton step refactors A, its input and the new factor (7 m x m)
@@ -133,7 +134,8 @@ from prefshap_core.workflow import training
 from prefshap_core.workflow.settings import TrainSettings
 m = int(sys.argv[1])
 weights = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(sys.argv[2]).items()}
-data = synthetic_clusters(n_items=300, n_duels=int(1.5625 * m), seed=0)
+# 2.5 m duels: 0.8 of them train, and M = m is then at the cap of half of those.
+data = synthetic_clusters(n_items=300, n_duels=int(2.5 * m), seed=0)
 settings = TrainSettings(
     n_centres=m, lengthscale_scale=1.0, penalty=1e-4, refine_lengthscales=False,
     baseline=False, **weights)
