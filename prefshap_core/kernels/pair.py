@@ -27,12 +27,14 @@ import numpy as np
 import torch
 
 from prefshap_core.compute import Compute
+from prefshap_core.kernels.bilinear import BilinearOperator, bilinear_pays
 from prefshap_core.kernels.operator import (
     DEFAULT_CACHE_BUDGET_BYTES,
     BlockedKernelOperator,
     BlockFunction,
     DifferenceOperator,
     KernelOperator,
+    SumOperator,
 )
 from prefshap_core.kernels.rbf import rbf_gram
 
@@ -348,6 +350,43 @@ class PairKernel:
             )
         if isinstance(cache_dtype, str):
             cache_dtype = Compute(dtype=cache_dtype).torch_dtype
+        itemsize = torch.empty((), dtype=cache_dtype or self.compute.torch_dtype).element_size()
+        if (
+            self.kind == "gpm"
+            and len(rows) * len(centre_index) * itemsize > cache_budget_bytes
+            and bilinear_pays(len(rows), f.a.shape[0])
+        ):
+            # Too large to cache: products through item-by-item matrices instead of
+            # recomputing every entry (kernels.bilinear).
+            if self._terms[1] == 0:
+                return BilinearOperator(
+                    f.a, f.b, f.left, f.right, centre_gram,
+                    centre_positions=positions, source=source,
+                )  # fmt: skip
+
+            def term_gram(term: PairKernel):
+                def gram() -> torch.Tensor:
+                    if positions is None:
+                        return term.centre_gram(centre_index)
+                    k_mm = term._gather(f, f.left[positions], f.right[positions], None)
+                    return 0.5 * (k_mm + k_mm.T)
+
+                return gram
+
+            interaction, utility = self.parts()
+            assert f.d is not None
+            summed = SumOperator(
+                BilinearOperator(
+                    f.a, f.b, f.left, f.right, term_gram(interaction),
+                    centre_positions=positions,
+                ),
+                DifferenceOperator(
+                    f.d, f.left, f.right, term_gram(utility), centre_positions=positions
+                ),
+                self._terms[1],
+            )  # fmt: skip
+            summed.source = source  # one kernel still (the falkon backend rebuilds it)
+            return summed
         block_factors = f
         if cache_dtype is not None and cache_dtype != self.compute.torch_dtype:
             # Gather straight in the cache dtype: half the memory traffic of the build.

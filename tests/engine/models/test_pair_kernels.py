@@ -8,6 +8,7 @@ import torch
 
 import prefshap_core.kernels.pair as pair_module
 from prefshap_core.compute import Compute
+from prefshap_core.kernels.bilinear import BilinearOperator
 from prefshap_core.kernels.operator import BlockedKernelOperator, SumOperator, signed_incidence_sum
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 
@@ -129,9 +130,40 @@ def test_operator_products_equal_dense_products(kind, variant, pools):
     torch.testing.assert_close(op.gram_mv(v), dense.T @ (dense @ v), rtol=0, atol=1e-12)
     expected = dense.T @ (weights * (dense @ v))
     torch.testing.assert_close(op.gram_mv(v, weights), expected, rtol=0, atol=1e-12)
-    if kind != "upm":
+    if kind == "gpm" and variant != {}:  # too large to cache: the item-by-item form
+        assert isinstance(op, BilinearOperator)
+    elif kind != "upm":
         assert isinstance(op, BlockedKernelOperator)
         assert op.cached == (variant == {})
+
+
+@pytest.mark.parametrize("variant", OPERATOR_VARIANTS[1:])
+def test_gpm_blocks_are_recomputed_where_the_item_form_does_not_pay(
+    variant, pools, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(pair_module, "bilinear_pays", lambda n_rows, n_items: False)
+    dense, op = dense_and_operator("gpm", pools, **variant)
+    assert isinstance(op, BlockedKernelOperator) and not op.cached
+    rng = np.random.default_rng(17)
+    v = torch.as_tensor(rng.normal(size=(op.n_centres, 2)))
+    weights = torch.as_tensor(rng.uniform(0, 1, op.n_rows))
+    torch.testing.assert_close(op.mm(v), dense @ v, rtol=0, atol=1e-12)
+    expected = dense.T @ (weights[:, None] * (dense @ v))
+    torch.testing.assert_close(op.gram_mv(v, weights), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("weight", [0.0, 3.0])
+def test_item_form_negates_a_swapped_duels_products_exactly(weight, pools):
+    kernel = make_kernel("gpm", pools).with_utility_weight(weight)
+    rows = random_duels(60, seed=18)
+    centres = rows.subset(np.arange(0, 60, 5))
+    forward = kernel.operator(rows, centres, cache_budget_bytes=0)
+    backward = kernel.operator(rows.swapped(), centres, cache_budget_bytes=0)
+    assert isinstance(forward if weight == 0 else forward.first, BilinearOperator)
+    v = torch.as_tensor(np.random.default_rng(19).normal(size=len(centres)))
+    assert torch.equal(forward.mm(v), -backward.mm(v))
+    w = torch.as_tensor(np.random.default_rng(20).normal(size=len(rows)))
+    torch.testing.assert_close(forward.tmm(w), -backward.tmm(w), rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
