@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from prefshap_core.kernels.operator import KernelOperator, signed_incidence_sum
+from prefshap_core.kernels.operator import ItemFactorOperator, signed_incidence_sum
 from prefshap_core.progress import checkpoint
 
 # The bilinear form is used when K_nM is not cached and items^2 <= this many times the
@@ -43,7 +43,7 @@ def bilinear_pays(n_rows: int, n_items: int) -> bool:
     )
 
 
-class BilinearOperator(KernelOperator):
+class BilinearOperator(ItemFactorOperator):
     """``K_nM[i, j] = a[l_i, j] b[r_i, j] - b[l_i, j] a[r_i, j]`` used through
     item-by-item matrices (module docstring); ``a``, ``b``: (items, M)."""
 
@@ -60,20 +60,15 @@ class BilinearOperator(KernelOperator):
     ) -> None:
         if a.shape != b.shape or a.ndim != 2:
             raise ValueError("a and b must be (items, M) of one shape")
+        super().__init__(
+            len(left), a.shape[1], a.dtype, a.device, centre_gram,
+            centre_positions=centre_positions, source=source,
+        )  # fmt: skip
         self.a, self.b = a, b
         n_items = a.shape[0]
         # Flat positions of each duel's item pair in an items x items matrix, both ways.
         self._forward = left * n_items + right
         self._backward = right * n_items + left
-        self.n_rows = len(left)
-        self.n_centres = a.shape[1]
-        self.dtype = a.dtype
-        self.device = a.device
-        self._centre_gram_fn = centre_gram
-        self._centre_gram: torch.Tensor | None = None
-        self.centre_positions = centre_positions
-        self.source = source
-        self.build_seconds = 0.0
 
     def _columns(self, x: torch.Tensor) -> tuple[torch.Tensor, bool]:
         x = x.to(self.dtype)
@@ -100,8 +95,3 @@ class BilinearOperator(KernelOperator):
             ).reshape(n_items, n_items)
             out[:, k] = (self.a * (pairs @ self.b)).sum(0)
         return out[:, 0] if squeeze else out
-
-    def centre_gram(self) -> torch.Tensor:
-        if self._centre_gram is None:
-            self._centre_gram = self._centre_gram_fn()
-        return self._centre_gram

@@ -9,6 +9,8 @@ it is in cache). Two implementations:
   otherwise every product recomputes the blocks (memory stays bounded).
 - :class:`DifferenceOperator`: ``K_nM = F[left] - F[right]`` for an item-by-centre
   matrix ``F`` (the UPM kernel): products cost ``n_items * M``, not ``n * M``.
+  ``kernels.bilinear.BilinearOperator`` does the same for the GPM bracket through
+  items x items matrices, where K_nM is too large to cache.
 - :class:`SumOperator`: ``K_1 + w K_2`` of two operators, so a search over ``w``
   (the GPM's utility weight) builds each term once.
 
@@ -230,7 +232,36 @@ def signed_incidence_sum(
     return torch.segment_reduce(signed[order], "sum", lengths=lengths, axis=0, unsafe=True)
 
 
-class DifferenceOperator(KernelOperator):
+class ItemFactorOperator(KernelOperator):
+    """An operator whose products go through item-level factors (each duel reaches them
+    through its two items) and whose ``K_MM`` comes from a callable, computed once."""
+
+    def __init__(
+        self,
+        n_rows: int,
+        n_centres: int,
+        dtype: torch.dtype,
+        device: torch.device,
+        centre_gram: Callable[[], torch.Tensor],
+        *,
+        centre_positions: torch.Tensor | None = None,
+        source: Any = None,
+    ) -> None:
+        self.n_rows, self.n_centres = n_rows, n_centres
+        self.dtype, self.device = dtype, device
+        self._centre_gram_fn = centre_gram
+        self._centre_gram: torch.Tensor | None = None
+        self.centre_positions = centre_positions
+        self.source = source
+        self.build_seconds = 0.0
+
+    def centre_gram(self) -> torch.Tensor:
+        if self._centre_gram is None:
+            self._centre_gram = self._centre_gram_fn()
+        return self._centre_gram
+
+
+class DifferenceOperator(ItemFactorOperator):
     """``K_nM[i] = F[left_i] - F[right_i]`` for a factor ``F`` (n_items, M)."""
 
     def __init__(
@@ -243,18 +274,13 @@ class DifferenceOperator(KernelOperator):
         centre_positions: torch.Tensor | None = None,
         source: Any = None,
     ) -> None:
+        super().__init__(
+            len(left), factor.shape[1], factor.dtype, factor.device, centre_gram,
+            centre_positions=centre_positions, source=source,
+        )  # fmt: skip
         self.factor = factor
         self.left = left
         self.right = right
-        self.n_rows = len(left)
-        self.n_centres = factor.shape[1]
-        self.dtype = factor.dtype
-        self.device = factor.device
-        self._centre_gram_fn = centre_gram
-        self._centre_gram: torch.Tensor | None = None
-        self.centre_positions = centre_positions
-        self.source = source
-        self.build_seconds = 0.0
 
     def mm(self, v: torch.Tensor) -> torch.Tensor:
         utility = self.factor @ v.to(self.dtype)
@@ -265,11 +291,6 @@ class DifferenceOperator(KernelOperator):
             w.to(self.dtype), self.left, self.right, self.factor.shape[0]
         )
         return _t_product(self.factor, item_sums)
-
-    def centre_gram(self) -> torch.Tensor:
-        if self._centre_gram is None:
-            self._centre_gram = self._centre_gram_fn()
-        return self._centre_gram
 
 
 class SumOperator(KernelOperator):
