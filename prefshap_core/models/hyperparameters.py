@@ -50,6 +50,10 @@ SUBSAMPLE_CENTRES = 500
 # centres cost an O(M^3) factorisation per Newton step and fit nothing new (on
 # small data M = n_train made a 3,000-duel set train slower than 50,000 duels).
 MAX_CENTRE_SHARE = 0.5
+# ... except that up to this many centres are always allowed (at most every duel): their
+# factorisation is cheap (500^3 flops), and on tiny data the share cost capacity
+# (chameleons, 5-fold CV AUC 0.872 with half the duels as centres, 0.902 with all).
+UNCAPPED_CENTRES = 500
 
 
 def median_lengthscales(x: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -59,8 +63,10 @@ def median_lengthscales(x: np.ndarray, seed: int = 0) -> np.ndarray:
 
 def centre_count(n_centres: int, n_train: int) -> int:
     """The number of Nyström centres of a fit on ``n_train`` duels: the asked
-    ``n_centres``, at most ``MAX_CENTRE_SHARE`` of the duels (and at least one)."""
-    return max(1, min(n_centres, int(n_train * MAX_CENTRE_SHARE)))
+    ``n_centres``, at most ``MAX_CENTRE_SHARE`` of the duels or ``UNCAPPED_CENTRES``,
+    whichever is larger, and never more than the duels (at least one)."""
+    cap = max(int(n_train * MAX_CENTRE_SHARE), min(n_train, UNCAPPED_CENTRES))
+    return max(1, min(n_centres, cap))
 
 
 def scale_candidates(n_groups: int, factors: tuple[float, ...] = SCALE_FACTORS) -> list[float]:

@@ -158,3 +158,12 @@ def test_the_estimate_counts_the_centres_the_fits_use() -> None:
     assert sizes[1] == (len(split.train) + len(split.validation)) // 2 < 2_000
     fitted = train(data, asked)
     assert len(fitted.function.alpha) == sizes[1]
+
+
+def test_tiny_data_may_use_every_duel_as_a_centre() -> None:
+    data = _duels(120)
+    split = split_duels(data.n_duels, 0)
+    asked = TrainSettings(n_centres=2_000, penalty=1e-2, lengthscale_scale=1.0, baseline=False)
+    sizes, _ = training_sizes(data, asked, split)
+    assert sizes[1] == len(split.train) + len(split.validation)  # K-fold: all fitted duels
+    assert len(train(data, asked).function.alpha) == sizes[1]
