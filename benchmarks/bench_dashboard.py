@@ -6,7 +6,8 @@
 Prints, with the load (``os.getloadavg``) before and after each part:
 
 1. The same training (the sample upload, ``--model``, ``--centres``) from the Train
-   page of a live server driven by Chromium, and by ``prefshap train``, interleaved,
+   page of a live server driven by Chromium, and by ``prefshap train`` with the form's
+   defaults (``--baseline``: the page fits the UPM baseline too), interleaved,
    ``--runs`` times each; medians and their ratio. The dashboard time runs from the
    click on Train to the result on the page; the CLI time is the process's wall time
    (torch import included) and the training seconds it reports.
@@ -166,6 +167,12 @@ def cli_train(model: str, centres: int | None, out: Path) -> tuple[float, float]
                "--model", model, "--out", str(out), "--quiet"]  # fmt: skip
     if centres:
         command += ["--n-centres", str(centres)]
+    # The same training as the Train page's: its form starts from the spec defaults,
+    # where the UPM baseline is on; on the command line it is opt-in.
+    from prefshap_core.models.params import spec
+
+    if spec("baseline").default:
+        command += ["--baseline"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True)

@@ -36,6 +36,7 @@ from prefshap_core.models.refine import (
     clearly_better,
 )
 from prefshap_core.progress import Progress
+from prefshap_core.solvers.adam import Adam
 
 if TYPE_CHECKING:  # search calls this module: a runtime import would be a cycle
     from prefshap_core.models.search import PathFitter
@@ -80,16 +81,25 @@ def pair_matrix(
 
     ``item_gram[p, q]``: k between row item p and column item q; the duels index them.
     """
-    a = item_gram[:, cols.left]  # k(item, c_l)
-    b = item_gram[:, cols.right]
-    d = a - b
-    utility = d[rows.left] - d[rows.right]
+    # index_select, not indexing: its backward is index_add_, ~3x faster on the CPU
+    # than the accumulating index_put_ that indexing's backward is.
+    a = item_gram.index_select(1, cols.left)  # k(item, c_l)
+    b = item_gram.index_select(1, cols.right)
+
+    def utility() -> torch.Tensor:
+        d = a - b
+        return d.index_select(0, rows.left) - d.index_select(0, rows.right)
+
     if kind == "upm":
-        return utility
-    out = a[rows.left] * b[rows.right] - b[rows.left] * a[rows.right] + utility_weight * utility
+        return utility()
+    a_l, a_r = a.index_select(0, rows.left), a.index_select(0, rows.right)
+    b_l, b_r = b.index_select(0, rows.left), b.index_select(0, rows.right)
+    out = a_l * b_r - b_l * a_r
+    if utility_weight != 0:  # (w = 0 adds exact zeros: skipped, a third of the work)
+        out = out + utility_weight * utility()
     if kind == "cgpm":
         assert context_gram is not None and rows.context is not None and cols.context is not None
-        out = out * context_gram[rows.context][:, cols.context]
+        out = out * context_gram.index_select(0, rows.context).index_select(1, cols.context)
     return out
 
 
@@ -300,7 +310,7 @@ def learn_lengthscales(
     theta = torch.tensor(start, dtype=torch.float64, requires_grad=True)
     lower = torch.as_tensor(start - np.log(ARD_LIMIT))
     upper = torch.as_tensor(start + np.log(ARD_LIMIT))
-    optimiser = torch.optim.Adam([theta], lr=ARD_LEARNING_RATE)
+    optimiser = Adam(theta, lr=ARD_LEARNING_RATE)
     alpha = torch.zeros(len(problem.centres), dtype=torch.float64)
     best_theta, best, objectives = start.copy(), float("inf"), []
     for _ in range(steps + 1):
