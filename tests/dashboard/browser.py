@@ -201,3 +201,26 @@ def no_error_on(page) -> None:
     alerts = page.locator('[data-testid="stAlertContentError"]')
     assert alerts.count() == 0, [alerts.nth(i).inner_text() for i in range(alerts.count())]
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def upload_items_and_duels(page, items, duels, tries: int = 3) -> None:
+    """Set the Data page's items and duels files (paths, or ``set_input_files`` payloads)
+    and wait until the upload is the active dataset.
+
+    Streamlit reruns the page for each file; a file set while a rerun redraws the
+    uploaders can be dropped (a loaded suite run lost items.csv that way). So items go
+    first, confirmed by the page asking for the duels, and each file is set again
+    until the page has it.
+    """
+    uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
+    steps = ((items, "Upload duels.csv to continue."), (duels, "it is now the active dataset"))
+    for k, (payload, shown) in enumerate(steps):
+        files = str(payload) if isinstance(payload, Path) else payload
+        for attempt in range(tries):
+            uploads.nth(k).set_input_files(files)
+            try:
+                page.get_by_text(shown).wait_for(timeout=60_000)
+                break
+            except Exception as error:
+                if attempt == tries - 1:
+                    raise AssertionError(f"upload {k + 1} not taken in {tries} tries") from error

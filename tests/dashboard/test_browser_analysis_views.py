@@ -24,6 +24,7 @@ from tests.dashboard.browser import (
     require_browser,
     running_app,
     trained_headline,
+    upload_items_and_duels,
     wait_for_plot,
     wait_until_idle,
 )
@@ -113,18 +114,7 @@ def test_cgpm_analyst_views_at_two_widths(warm_cache: Path) -> None:
     with running_app(warm_cache) as (url, _), browser_page() as page:
         page.goto(f"{url}/data")
         page.get_by_text("Upload CSV files").click()
-        uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-        uploads.nth(0).set_input_files(str(SAMPLE / "items.csv"))
-        page.get_by_text("Upload duels.csv to continue.").wait_for()
-        # A file set while the page reruns for the first can be dropped: set it again.
-        for attempt in range(3):
-            uploads.nth(1).set_input_files(str(SAMPLE / "duels.csv"))
-            try:
-                page.get_by_text("it is now the active dataset").wait_for(timeout=60_000)
-                break
-            except Exception:
-                if attempt == 2:
-                    raise
+        upload_items_and_duels(page, SAMPLE / "items.csv", SAMPLE / "duels.csv")
         train_one_small_cgpm(page)
         started = time.monotonic()
         trained_headline(page, "C-GPM").wait_for(timeout=TRAIN_WAIT_MS)

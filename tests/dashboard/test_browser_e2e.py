@@ -28,6 +28,7 @@ from tests.dashboard.browser import (
     require_browser,
     running_app,
     trained_headline,
+    upload_items_and_duels,
     wait_for_plot,
     wait_until_idle,
 )
@@ -56,10 +57,9 @@ def test_upload_train_and_a_players_losses(tmp_path: Path) -> None:
         # Data: upload the sample CSV files.
         page.get_by_role("link", name="Data").click()
         page.get_by_text("Upload CSV files").click()
-        uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-        uploads.nth(0).set_input_files(str(ROOT / "sample_data" / "items.csv"))
-        uploads.nth(1).set_input_files(str(ROOT / "sample_data" / "duels.csv"))
-        page.get_by_text("it is now the active dataset").wait_for()
+        upload_items_and_duels(
+            page, ROOT / "sample_data" / "items.csv", ROOT / "sample_data" / "duels.csv"
+        )
         no_error_on(page)
 
         # Train: cancel a first run (default settings: seconds of work), then train a

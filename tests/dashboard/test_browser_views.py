@@ -26,6 +26,7 @@ from tests.dashboard.browser import (
     require_browser,
     running_app,
     trained_headline,
+    upload_items_and_duels,
     wait_for_plot,
     wait_until_idle,
 )
@@ -144,10 +145,9 @@ def test_explain_figures_fit_and_colour_categories_at_two_widths(warm_cache: Pat
         page.goto(f"{url}/data")
         # the demo comes from the warm cache; the wait covers a loaded machine
         page.get_by_text("Upload CSV files").click(timeout=TRAIN_WAIT_MS)
-        uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-        uploads.nth(0).set_input_files(str(ROOT / "sample_data" / "items.csv"))
-        uploads.nth(1).set_input_files(str(ROOT / "sample_data" / "duels.csv"))
-        page.get_by_text("it is now the active dataset").wait_for()
+        upload_items_and_duels(
+            page, ROOT / "sample_data" / "items.csv", ROOT / "sample_data" / "duels.csv"
+        )
         page.get_by_role("link", name="Train").click()
         page.get_by_text(re.compile(r"Dataset: Upload \d+: items\.csv \+ duels\.csv")).wait_for()
         page.get_by_text("Advanced: override the automatic hyperparameters").click()

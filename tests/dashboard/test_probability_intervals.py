@@ -61,7 +61,16 @@ def test_rankings_show_sd_and_a_rank_interval_around_each_rank():
     assert_clean(at)
     table = at.dataframe[0].value
     bounds = table["90 % rank interval"].str.split("–", expand=True).astype(int)
-    assert (bounds[0] <= table["rank"]).all() and (table["rank"] <= bounds[1]).all()
+    n = len(table)
+    assert ((bounds[0] >= 1) & (bounds[0] <= bounds[1]) & (bounds[1] <= n)).all()
+    # The 5 % / 95 % quantiles of the draws' ranks hold the point estimate's rank for
+    # nearly every item, not for all: the item the estimate ranks last is last in
+    # fewer than 5 % of the draws when a dozen items are about as weak (the demo: its
+    # interval was 253-399 in one fit).
+    inside = (bounds[0] <= table["rank"]) & (table["rank"] <= bounds[1])
+    assert inside.mean() >= 0.95
+    # ... and the intervals move with the ranking.
+    assert bounds[0].iloc[: n // 10].mean() < bounds[0].iloc[-(n // 10) :].mean()
     assert table["± sd"].str.endswith(" pp").all()
     assert "UPM utility f(x) ± sd" in table.columns
     assert (table["UPM utility f(x) ± sd"] > 0).all()

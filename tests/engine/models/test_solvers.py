@@ -14,6 +14,7 @@ from prefshap_core.errors import CancelledError
 from prefshap_core.kernels.operator import dense_operator
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.progress import Progress
+from prefshap_core.solvers import logistic
 from prefshap_core.solvers.cg import conjugate_gradient
 from prefshap_core.solvers.falkon import fit_squared
 from prefshap_core.solvers.logistic import fit_logistic, logistic_objective
@@ -138,8 +139,17 @@ def test_singular_centre_gram_gets_more_jitter_and_the_same_predictions():
 
 
 # -- logistic loss ----------------------------------------------------------------
+@pytest.fixture(params=["dense", "cg"])
+def newton_directions(request, monkeypatch) -> str:
+    """Both ways a Newton direction is found: the M x M Hessian (small cached problems,
+    the default here) or preconditioned CG (everything else; forced by the limit 0)."""
+    if request.param == "cg":
+        monkeypatch.setattr(logistic, "DENSE_NEWTON_MAX_CENTRES", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("kind", ["gpm", "cgpm", "upm"])
-def test_logistic_matches_dense_newton_at_the_last_penalty(kind):
+def test_logistic_matches_dense_newton_at_the_last_penalty(kind, newton_directions):
     kernel, rows, y = duel_problem(kind)
     centres = np.arange(0, N_DUELS, 12 if kind == "upm" else 4)
     op = kernel.operator(rows, centres)
@@ -160,7 +170,32 @@ def test_logistic_matches_dense_newton_at_the_last_penalty(kind):
     assert final == pytest.approx(objective(expected), rel=1e-12)
 
 
-def test_logistic_steps_never_increase_their_objective():
+def test_small_cached_problems_take_hessian_directions_and_large_ones_cg(monkeypatch):
+    kernel, rows, y = duel_problem("gpm")
+    op = kernel.operator(rows, np.arange(0, N_DUELS, 4))
+    assert op.cached
+    dense = fit_logistic(op, y, PENALTIES, EXACT_NEWTON)
+    assert dense.iterations == 0 and all(s.cg_iterations == 0 for s in dense.steps)
+    monkeypatch.setattr(logistic, "DENSE_NEWTON_MAX_ELEMENTS", op.n_rows * op.n_centres**2 - 1)
+    cg = fit_logistic(op, y, PENALTIES, EXACT_NEWTON)
+    assert cg.iterations > 0
+    # The same minimiser: the two agree to the CG tolerance, not bitwise.
+    assert dense.converged and cg.converged
+    assert rel(dense.alpha, cg.alpha) < 1e-6
+    assert rel(op.mm(dense.alpha), op.mm(cg.alpha)) < 1e-9
+
+
+def test_float32_and_uncached_operators_solve_by_cg():
+    kernel, rows, y = duel_problem("gpm", dtype="float32")
+    op = kernel.operator(rows, np.arange(0, N_DUELS, 4))
+    assert fit_logistic(op, y, PENALTIES).iterations > 0
+    kernel, rows, y = duel_problem("gpm")
+    chunked = kernel.operator(rows, np.arange(0, N_DUELS, 4), cache_budget_bytes=0)
+    assert getattr(chunked, "cache", None) is None  # (here: products through item matrices)
+    assert fit_logistic(chunked, y, PENALTIES).iterations > 0
+
+
+def test_logistic_steps_never_increase_their_objective(newton_directions):
     kernel, rows, y = duel_problem("gpm")
     op = kernel.operator(rows, np.arange(0, N_DUELS, 4))
     k_nm, k_mm = dense_parts(op)
