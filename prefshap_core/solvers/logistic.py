@@ -118,7 +118,7 @@ def fit_logistic(
         alpha = as_alpha(op, warm_start)
         f = op.mm(alpha)
 
-    dense = _dense_matrix(op)
+    dense = _dense_matrix(op, pre.t_lower)
     steps: list[NewtonStep] = []
     residuals: list[float] = []
     total_iterations = 0
@@ -137,7 +137,7 @@ def fit_logistic(
 
         delta = None
         if dense is not None:
-            delta = _dense_newton_direction(dense, curvature / n, k_reg, penalty, gradient)
+            delta = _dense_newton_direction(dense, curvature / n, pre.t_lower, penalty, gradient)
             cg_steps, cg_residual = 0, 0.0
         if delta is None:
             weights = _centre_weights(op, curvature, options)
@@ -209,15 +209,20 @@ def _forcing(options: SolverOptions, previous_decrement: float | None) -> float:
 # costs 2 n M^2 flops in GEMMs at the machine's peak (0.3 GFLOP at 640 duels x 500
 # centres, ~2 ms), while a preconditioned CG solve of the same system spends ~12 ms
 # in memory-bound products and triangular solves (5-fold CV on 1,000 duels: 886
-# Newton steps, 11.8 s -> 7.2 s of training). Up to the ranking fits of the search
-# (10,000 duels x 500 centres) the Hessian still costs less than the CG iterations.
+# Newton steps, 11.8 s -> 7.2 s of training). The limit keeps the holdout search's
+# fits (2,400+ duels x 300-500 centres) on CG: up to 10,000 x 500 the Hessian was
+# faster too, but its exact directions moved the search's choices (a noisy utility
+# game chose a 1.7x worse g on one seed), and the inexact-Newton path is what those
+# choices were tuned and measured on.
 DENSE_NEWTON_MAX_CENTRES = 1024
-DENSE_NEWTON_MAX_ELEMENTS = 2_500_000_000  # n * M^2: 5 GFLOP, ~30 ms here
+DENSE_NEWTON_MAX_ELEMENTS = 200_000_000  # n * M^2: 0.4 GFLOP, ~2 ms here
 _DENSE_BLOCK_ELEMENTS = 1 << 22  # rows of K_nM per Hessian update (32 MB in float64)
 
 
-def _dense_matrix(op: KernelOperator) -> torch.Tensor | None:
-    """K_nM itself when it is cached in float64 and the Hessian is cheap to form, else None."""
+def _dense_matrix(op: KernelOperator, t_lower: torch.Tensor) -> torch.Tensor | None:
+    """``B = K_nM L^-T`` (``L L^T = K_MM + jitter I``: K_nM in the preconditioner's
+    variable ``beta = L^T alpha``), formed once per fit, when K_nM is cached in float64
+    and the Hessian is cheap to form; else None (CG)."""
     cache = getattr(op, "cache", None)
     if (
         cache is None
@@ -225,29 +230,38 @@ def _dense_matrix(op: KernelOperator) -> torch.Tensor | None:
         or op.dtype != torch.float64
         or op.n_centres > DENSE_NEWTON_MAX_CENTRES
         or op.n_rows * op.n_centres**2 > DENSE_NEWTON_MAX_ELEMENTS
+        or op.n_rows * op.n_centres > _DENSE_BLOCK_ELEMENTS  # B's own memory: <= 32 MB
     ):
         return None
-    return cache
+    return torch.linalg.solve_triangular(t_lower, cache.T, upper=False).T.contiguous()
 
 
 def _dense_newton_direction(
-    k_nm: torch.Tensor,
+    b: torch.Tensor,
     weights: torch.Tensor,
-    k_reg: torch.Tensor,
+    t_lower: torch.Tensor,
     penalty: float,
     gradient: torch.Tensor,
 ) -> torch.Tensor | None:
-    """``H^-1 gradient`` with ``H = K^T diag(weights) K + penalty (K_MM + jitter I)``, or
-    None when H is not numerically positive definite (the CG path takes the step)."""
-    hessian = penalty * k_reg
-    rows = max(1, _DENSE_BLOCK_ELEMENTS // k_nm.shape[1])  # a bounded temporary
-    for lo in range(0, k_nm.shape[0], rows):
-        block = k_nm[lo : lo + rows]
-        hessian.addmm_(block.T, block * weights[lo : lo + rows, None])
-    chol, info = torch.linalg.cholesky_ex(hessian)
+    """The Newton direction ``H^-1 gradient``, ``H = K^T diag(weights) K + penalty L L^T``,
+    or None when the system is not numerically positive definite (CG then takes the step).
+
+    Solved in ``beta = L^T alpha``, where the system is ``B^T diag(weights) B + penalty I``
+    with ``B = K_nM L^-T`` (:func:`_dense_matrix`): the system CG solves, well
+    conditioned however near-singular K_MM is (a sum kernel with a large utility weight).
+    """
+    system = torch.zeros((b.shape[1], b.shape[1]), dtype=b.dtype, device=b.device)
+    rows = max(1, _DENSE_BLOCK_ELEMENTS // b.shape[1])  # a bounded temporary
+    for lo in range(0, b.shape[0], rows):
+        block = b[lo : lo + rows]
+        system.addmm_(block.T, block * weights[lo : lo + rows, None])
+    system.diagonal().add_(penalty)
+    chol, info = torch.linalg.cholesky_ex(system)
     if int(info) != 0:
         return None
-    return torch.cholesky_solve(gradient[:, None], chol)[:, 0]
+    rhs = torch.linalg.solve_triangular(t_lower, gradient[:, None], upper=False)
+    beta = torch.cholesky_solve(rhs, chol)
+    return torch.linalg.solve_triangular(t_lower.T, beta, upper=True)[:, 0]
 
 
 def _centre_weights(

@@ -61,6 +61,11 @@ class FalkonPreconditioner:
         self._t_gram: torch.Tensor | None = None  # T T^T, formed when first needed
         self.n_centres = m
 
+    @property
+    def t_lower(self) -> torch.Tensor:
+        """``L = T^T``, lower triangular: ``L L^T = K_MM + jitter I``."""
+        return self._t_lower
+
     def set_penalty(
         self,
         penalty: float,
