@@ -33,6 +33,9 @@ UTILITY_WEIGHTS = (0.0, 1.0, 10.0, 100.0, 1000.0)
 # few iterations while the penalty is large, more as it shrinks).
 PENALTY_PATH = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
 CG_ITERATIONS = (5, 5, 10, 10, 15, 20, 25)
+# Hold-out selection ends a penalty path once this many steps in a row scored worse
+# on validation than the path's best (``PathFitter.patience``).
+PATH_PATIENCE = 2
 # Up to this many train + validation duels, hyperparameters are chosen by K-fold
 # cross-validation instead of on the (then tiny) validation split.
 CV_MAX_DUELS = 2000

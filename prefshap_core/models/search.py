@@ -24,6 +24,7 @@ from prefshap_core.metrics import log_loss, roc_auc
 from prefshap_core.models.ard import refine_column_lengthscales
 from prefshap_core.models.hyperparameters import (
     CV_FOLDS,
+    PATH_PATIENCE,
     SUBSAMPLE_CENTRES,
     SUBSAMPLE_TRAIN_DUELS,
     SUBSAMPLE_VALIDATION_DUELS,
@@ -57,6 +58,7 @@ def select_on_holdout(
     the returned fitter holds the refined lengthscales.
     """
     record = SearchRecord(criterion=fitter.criterion, selection="holdout")
+    fitter = replace(fitter, patience=PATH_PATIENCE)
     weights = [0.0] if fitter.kind == "upm" else list(utility_weights or [0.0])
     refine = refine and len(validation) >= REFINE_MIN_VALIDATION_DUELS
     y_val = fitter.data.y[validation].astype(np.float64)

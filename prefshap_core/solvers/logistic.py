@@ -35,7 +35,8 @@ from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.solvers.preconditioner import FalkonPreconditioner
 from prefshap_core.solvers.result import NewtonStep, SolverError, SolveResult, check_finite
 
-StepCallback = Callable[[int, float, torch.Tensor], None]
+# Called after every Newton step; returning True ends the fit there (early stopping).
+StepCallback = Callable[[int, float, torch.Tensor], bool | None]
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 40
 
@@ -97,7 +98,8 @@ def fit_logistic(
     default ``options.max_cg_iterations``), stopping early at ``options.cg_tolerance``.
     ``callback(step, penalty, alpha)`` runs after every Newton step (0-based, refinement
     steps included) with a copy of ``alpha``, e.g. to score a validation set along the
-    path. ``warm_start``: an initial ``alpha``. ``y`` in {-1, 0, +1} (0: a tie).
+    path; when it returns True the fit ends at that step (the result is that step's).
+    ``warm_start``: an initial ``alpha``. ``y`` in {-1, 0, +1} (0: a tie).
     """
     start = time.perf_counter()
     options = options or SolverOptions()
@@ -172,8 +174,8 @@ def fit_logistic(
             length, objective = 0.0, logistic_objective(y_t, f, alpha, k_reg, penalty)
         check_finite(alpha, f"the coefficients after Newton step {index + 1}")
         steps.append(NewtonStep(penalty, cg_steps, cg_residual, objective, length, decrement))
-        if callback is not None:
-            callback(index, penalty, alpha.clone())
+        if callback is not None and callback(index, penalty, alpha.clone()):
+            break
         at_last_penalty = index >= n_regular - 1
         converged = at_last_penalty and decrement <= options.newton_tolerance
         if at_last_penalty and (converged or length == 0.0):

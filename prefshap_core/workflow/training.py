@@ -18,6 +18,7 @@ from prefshap_core.data.duel_data import DuelData, Split, group_folds, group_hol
 from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambda
 from prefshap_core.metrics import duel_rankability
+from prefshap_core.models.estimators import PreferenceModel
 from prefshap_core.models.hyperparameters import (
     CV_FOLDS,
     CV_MAX_DUELS,
@@ -32,9 +33,11 @@ from prefshap_core.progress import Progress, ensure_progress
 from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.workflow.model_choice import (
     AUTO,
+    SHARED_SEARCH,
     Candidate,
     candidate_kinds,
     choose_candidate,
+    fitting_order,
     model_choice,
 )
 from prefshap_core.workflow.results import TrainingResult
@@ -182,18 +185,25 @@ def _train_within_budget(
     n_tuning = len(split.train) + len(split.validation)
     selection = "cv" if n_tuning <= CV_MAX_DUELS else "holdout"
     share = main_share / len(kinds)
-    candidates: list[Candidate] = []
-    for k, kind in enumerate(kinds):
+    fitted_kinds: dict[str, Candidate] = {}
+    for k, kind in enumerate(fitting_order(kinds)):
         estimator = settings.model(kind, solver)
+        source = None
         if auto:
             estimator.set_params(selection=selection)
+            source = fitted_kinds.get(SHARED_SEARCH.get(kind, ""))
+            if source is not None:
+                estimator.set_params(**shared_hyperparameters(source.model))
         fitted = estimator.fit(
             data, split.train, split.validation, progress.span(k * share, (k + 1) * share),
             posterior=not auto,
         )  # fmt: skip
-        candidates.append(
-            Candidate(kind, fitted, fitted.score(data, split.test), fitted.fit_seconds_)
+        if source is not None:
+            fitted.function_.metadata["search_shared_with"] = source.kind
+        fitted_kinds[kind] = Candidate(
+            kind, fitted, fitted.score(data, split.test), fitted.fit_seconds_
         )
+    candidates = [fitted_kinds[kind] for kind in kinds]
     chosen_index = choose_candidate(candidates)
     main = candidates[chosen_index]
     model = main.model.add_posterior(data)
@@ -260,6 +270,20 @@ def _train_within_budget(
         baseline_function=None if baseline is None else baseline.model.function_,
         baseline_cv=None if baseline is None else baseline.cv,
     )
+
+
+def shared_hyperparameters(model: PreferenceModel) -> dict[str, Any]:
+    """The item hyperparameters ``model`` chose, as fixed parameters of another kind's
+    estimator (``SHARED_SEARCH``): lengthscales as they are (not searched or refined
+    again) and the utility weight; the penalty is left to choose."""
+    chosen = model.search_.chosen
+    assert chosen is not None
+    return {
+        "lengthscales": tuple(model.lengthscales_),
+        "lengthscale_scale": None,
+        "lengthscale_scales": None,
+        "utility_weight": chosen.utility_weight,
+    }
 
 
 def _fixed(settings: TrainSettings, candidate: Candidate) -> TrainSettings:

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 
 from prefshap_core.cli import main
-from prefshap_core.data.build import build_duel_data
-from prefshap_core.data.duel_data import DuelData
+from prefshap_core.data.build import build_duel_data, load_directory
+from prefshap_core.data.duel_data import DuelData, split_duels
 from prefshap_core.datasets.synthetic import gpm_generated
 from prefshap_core.models.model_file import load_model
+from prefshap_core.paths import repo_root
 from prefshap_core.workflow.settings import TrainSettings
 from prefshap_core.workflow.training import train
 
@@ -107,3 +108,38 @@ def test_cli_default_is_auto_and_writes_the_chosen_model(tmp_path, capsys) -> No
     assert load_model(out).kind == report["chosen_model"]
     assert load_model(out).metadata["model_choice"]["chosen"] == report["chosen_model"]
     assert TrainSettings().kind == "gpm"  # Python's default stays the GPM
+
+
+@pytest.mark.slow
+def test_auto_gpm_candidate_takes_the_cgpm_candidates_item_hyperparameters() -> None:
+    """With context columns the GPM candidate is fitted at the C-GPM candidate's chosen
+    item lengthscales and utility weight (one item search, not two); only its penalty
+    is chosen, on the same criterion as every other candidate's."""
+    data = load_directory(repo_root() / "sample_data")
+    settings = TrainSettings(kind="auto", **QUICK)
+    report = train(data, settings).to_json()
+    candidates = {c["model"]: c for c in report["candidates"]}
+    assert [c["model"] for c in report["candidates"]] == ["upm", "gpm", "cgpm"]
+    assert report["chosen_model"] == min(
+        candidates, key=lambda k: candidates[k]["validation_log_loss"]
+    )
+    # The C-GPM candidate is its own full search; the GPM reuses what it chose.
+    cgpm = settings.model("cgpm").set_params(selection="cv")
+    split = split_duels(data.n_duels, settings.seed)
+    cgpm.fit(data, split.train, split.validation, posterior=False)
+    assert cgpm.search_.chosen.validation_log_loss == pytest.approx(
+        candidates["cgpm"]["validation_log_loss"]
+    )
+    gpm = settings.model("gpm").set_params(
+        selection="cv",
+        lengthscales=tuple(cgpm.lengthscales_),
+        lengthscale_scales=None,  # the lengthscales as they are: no scale searched
+        utility_weight=cgpm.search_.chosen.utility_weight,
+    )
+    gpm.fit(data, split.train, split.validation, posterior=False)
+    assert gpm.search_.chosen.validation_log_loss == pytest.approx(
+        candidates["gpm"]["validation_log_loss"]
+    )
+    assert gpm.score(data, split.test)["roc_auc"] == pytest.approx(
+        candidates["gpm"]["test_roc_auc"], nan_ok=True
+    )
