@@ -3,11 +3,13 @@
     pip install -r requirements-bench.txt   # LightGBM: the benchmark only, not the product
     python benchmarks/bench_peers.py [--seeds 5] [--datasets pokemon,tennis,...]
 
-Per dataset and seed: the test ROC AUC of g of the product's main model (GPM; C-GPM
-for tennis), of its UPM and of LightGBM, and each one's training seconds, then the
-means over the seeds. Every model sees the product's own split (``load_dataset(name,
-seed=s)`` + ``split_duels``): trained on the train duels, early-stopped or tuned on
-the validation duels, scored on the test duels. Chameleons' 10 test duels rank
+Per dataset and seed: the test ROC AUC of g of the product as it ships (``--model
+auto``: ``auto`` is the candidate it chose, ``auto:<kind>`` each candidate of that one
+run, so the UPM is ``auto:upm``), of LightGBM, and each one's training seconds (a
+candidate's own, the choice's the whole run), then the means over the seeds. Every
+model sees the product's own split (``load_dataset(name, seed=s)`` +
+``split_duels``): trained on the train duels, early-stopped or tuned on the
+validation duels, scored on the test duels. Chameleons' 10 test duels rank
 nothing: there the headline is the 5-fold CV AUC of ``bench_training.cv_folds``
 (each fold's model, its own hyperparameter choice included, predicts the fold).
 
@@ -20,9 +22,11 @@ stopping after 100 rounds without a better validation log loss (both orientation
 the validation duels), ``min_child_samples=20``, row subsample 0.8 every round,
 column subsample 0.8, one thread, ``deterministic=True``, seed = the split seed.
 
-``--product-variants before,after`` also fits the product as it was before the
-gradient-learned column lengthscales (``models.ard``): both in the same run, so their
-seconds compare under the same load (printed with every line).
+On the CV data set (chameleons) the product's rows are its GPM and UPM, each K-fold
+cross-validated with its own hyperparameter choice in every fold. ``--product-variants
+before,after`` also fits the product as it was before the gradient-learned column
+lengthscales (``models.ard``): both in the same run, so their seconds compare under
+the same load (printed with every line).
 """
 
 from __future__ import annotations
@@ -137,9 +141,30 @@ def product_run(data: DuelData, kind: str, seed: int, cv: bool) -> dict[str, flo
     return run
 
 
-def _fmt(run: dict[str, float]) -> str:
+def auto_runs(data: DuelData, seed: int) -> dict[str, dict[str, float]]:
+    """``--model auto`` once: ``auto`` (the chosen candidate's test AUC, the whole run's
+    seconds) and ``auto:<kind>`` for every candidate (its test AUC and own seconds)."""
+    start = time.perf_counter()
+    report = train(data, TrainSettings(kind="auto", seed=seed, baseline=False)).to_json()
+    runs: dict[str, dict] = {
+        "auto": {
+            "auc": report["test"]["roc_auc"],
+            "seconds": time.perf_counter() - start,
+            "chosen": report["chosen_model"],
+        }
+    }
+    for candidate in report["candidates"]:
+        runs[f"auto:{candidate['model']}"] = {
+            "auc": candidate["test_roc_auc"],
+            "seconds": candidate["seconds"],
+        }
+    return runs
+
+
+def _fmt(run: dict) -> str:
     cv = f" cv {run['cv_auc']:.4f}" if "cv_auc" in run else ""
-    return f"{run['auc']:.4f}{cv} ({run['seconds']:.1f} s)"
+    chosen = f" = {run['chosen']}" if "chosen" in run else ""
+    return f"{run['auc']:.4f}{chosen}{cv} ({run['seconds']:.1f} s)"
 
 
 def main() -> None:
@@ -167,6 +192,10 @@ def main() -> None:
                 if variant == "before":
                     ard.GRADIENT_STEPS = 0
                 try:
+                    if not cv:
+                        for label, run in auto_runs(data, seed).items():
+                            line[label if variant == "after" else f"{label}-{variant}"] = run
+                        continue
                     for kind in (MAIN_MODEL.get(name, "gpm"), "upm"):
                         label = kind if variant == "after" else f"{kind}-{variant}"
                         line[label] = product_run(data, kind, seed, cv)

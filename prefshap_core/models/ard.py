@@ -10,15 +10,14 @@ Nyström fit, as falkon's hyperparameter optimisation does:
     objective(theta) = mean log loss of g = K_hM(theta) alpha(theta) on held-out duels h
 
 ``alpha(theta)`` is found by Newton's method without gradients; its derivative comes
-from the implicit function theorem, ``d alpha / d theta = -H^-1 d(grad)/d(theta)``,
-taken in adjoint form (one solve with the inner fit's last Hessian; see
-:meth:`ArdProblem.objective`), so no backward pass runs through the Hessian. Both the
-fitted and the held-out duels are seeded subsamples of the *training* duels
-(disjoint), so the validation split still judges the result: the learned lengthscales
-are kept only when a fit on the group search's subsample scores clearly better on
-validation duels than the start did (``refine.clearly_better``). The kernel stays a
-product over columns (the same ARD RBF, other lengthscales), so explanations stay
-exact and the model file is unchanged.
+from the implicit function theorem, which one differentiable Newton step taken from
+the (detached) minimiser gives exactly: at the minimiser the step is zero, so its
+derivative is ``-H^-1 d(grad)/d(theta)``. Both the fitted and the held-out duels are
+seeded subsamples of the *training* duels (disjoint), so the validation split still
+judges the result: the learned lengthscales are kept only when a fit on the group
+search's subsample scores clearly better on validation duels than the start did
+(``refine.clearly_better``). The kernel stays a product over columns (the same ARD
+RBF, other lengthscales), so explanations stay exact and the model file is unchanged.
 """
 
 from __future__ import annotations
@@ -117,40 +116,37 @@ def mean_log_loss(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     return (p * torch.logaddexp(zero, -f) + (1.0 - p) * torch.logaddexp(zero, f)).mean()
 
 
-def training_gradient(
+def newton_step(
     k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, alpha: torch.Tensor, penalty
 ) -> torch.Tensor:
-    """The gradient in ``alpha`` of the penalised logistic objective (differentiable in
-    the kernel blocks and the penalty)."""
-    d1, _ = logistic_terms(y, k_nm @ alpha)
-    return k_nm.T @ d1 / k_nm.shape[0] + penalty * (k_mm @ alpha)
+    """The Newton step of the penalised logistic objective at ``alpha`` (differentiable)."""
+    return _newton(k_nm, k_mm, y, alpha, penalty)[0]
 
 
 def _newton(
-    k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, alpha: torch.Tensor, penalty: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(Newton step, gradient, Hessian) of the penalised logistic objective at ``alpha``."""
-    n = k_nm.shape[0]
+    k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, alpha: torch.Tensor, penalty
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(Newton step, gradient) of the penalised logistic objective at ``alpha``."""
+    n, m = k_nm.shape
     d1, d2 = logistic_terms(y, k_nm @ alpha)
     grad = k_nm.T @ d1 / n + penalty * (k_mm @ alpha)
-    jitter = 1e-10 * torch.diagonal(k_mm).mean()
+    jitter = 1e-10 * torch.diagonal(k_mm).mean().detach()
     hessian = (k_nm.T * d2) @ k_nm / n + penalty * k_mm
-    hessian.diagonal().add_(penalty * jitter + 1e-12)
-    return torch.linalg.solve(hessian, grad), grad, hessian
+    hessian = hessian + (penalty * jitter + 1e-12) * torch.eye(m, dtype=k_nm.dtype)
+    return torch.linalg.solve(hessian, grad), grad
 
 
 def penalised_objective(
     k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, alpha: torch.Tensor, penalty: float
 ) -> float:
-    """``mean log loss + (penalty / 2) alpha^T K_MM alpha``: what :func:`fit_alpha` descends."""
+    """``mean log loss + (penalty / 2) alpha^T K_MM alpha``: what :func:`newton_step` descends."""
     return float(mean_log_loss(y, k_nm @ alpha) + 0.5 * penalty * (alpha @ (k_mm @ alpha)))
 
 
 def fit_alpha(
     k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, penalty: float, alpha: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The minimiser of the penalised objective (no gradients), Newton from ``alpha``,
-    and the Hessian there.
+) -> torch.Tensor:
+    """The minimiser of the penalised objective (no gradients), Newton from ``alpha``.
 
     Each step is backtracked (Armijo) on the objective. It stops when the gradient is
     at rounding level: at small penalties the Hessian is nearly singular, and the
@@ -160,10 +156,8 @@ def fit_alpha(
     """
     with torch.no_grad():
         value = penalised_objective(k_nm, k_mm, y, alpha, penalty)
-        hessian_at = None  # (alpha, Hessian) of the last Newton system formed
         for _ in range(NEWTON_STEPS):
-            step, grad, hessian = _newton(k_nm, k_mm, y, alpha, penalty)
-            hessian_at = (alpha, hessian)
+            step, grad = _newton(k_nm, k_mm, y, alpha, penalty)
             decrement = float(grad @ step)  # the squared Newton decrement (>= 0)
             if float(grad.abs().max()) <= NEWTON_GRADIENT_TOLERANCE or not (
                 decrement > NEWTON_TOLERANCE
@@ -177,11 +171,9 @@ def fit_alpha(
                     break
                 t *= 0.5
                 if t < 1e-10:  # no decrease left to find: the minimiser within rounding
-                    return alpha, hessian
+                    return alpha
             alpha, value = trial, trial_value
-        if hessian_at is None or hessian_at[0] is not alpha:  # out of steps: form it here
-            hessian_at = (alpha, _newton(k_nm, k_mm, y, alpha, penalty)[2])
-    return alpha, hessian_at[1]
+    return alpha
 
 
 @dataclass(frozen=True)
@@ -227,28 +219,15 @@ class ArdProblem:
     def objective(
         self, theta: torch.Tensor, alpha: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Held-out mean log loss at ``theta`` (differentiable) and the inner minimiser.
-
-        The gradient is the implicit function theorem's, by its adjoint: with
-        ``alpha(theta)`` the minimiser, ``d alpha / d theta = -H^-1 d(grad)/d(theta)``, so
-        ``d loss / d theta = d loss / d theta|_alpha - v^T d(grad)/d(theta)`` with the one
-        solve ``v = H^-1 d loss / d alpha``. The value returned is
-        ``loss - v^T grad``: the loss itself (``grad`` is zero at the minimiser, ~1e-8
-        here), and its autograd derivative is that gradient, with no backward pass
-        through the Hessian.
-        """
+        """Held-out mean log loss at ``theta`` (differentiable) and the inner minimiser."""
         log_ls, log_ctx, log_penalty = self.unpack(theta)
         k_fit, k_mm, k_held = self.matrices(log_ls, log_ctx)
         penalty = torch.exp(log_penalty)
-        alpha, hessian = fit_alpha(
-            k_fit.detach(), k_mm.detach(), self.y_fit, float(penalty.detach()), alpha
-        )
-        held = mean_log_loss(self.y_held_out, k_held @ alpha)
-        with torch.no_grad():
-            d_held, _ = logistic_terms(self.y_held_out, k_held @ alpha)
-            v = torch.linalg.solve(hessian, k_held.T @ d_held / k_held.shape[0])
-        grad = training_gradient(k_fit, k_mm, self.y_fit, alpha, penalty)
-        return held - v @ grad, alpha
+        alpha = fit_alpha(k_fit.detach(), k_mm.detach(), self.y_fit, float(penalty.detach()), alpha)
+        # One Newton step from the detached minimiser: the value is alpha, the gradient
+        # the implicit function theorem's.
+        alpha_theta = alpha - newton_step(k_fit, k_mm, self.y_fit, alpha, penalty)
+        return mean_log_loss(self.y_held_out, k_held @ alpha_theta), alpha
 
     def unpack(self, theta: torch.Tensor):
         d = self.items.shape[1]

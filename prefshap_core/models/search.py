@@ -31,6 +31,7 @@ from prefshap_core.models.hyperparameters import (
     SearchPoint,
     SearchRecord,
     centre_count,
+    search_penalties,
 )
 from prefshap_core.models.path_fitter import PathFitter, PathResult
 from prefshap_core.models.refine import (
@@ -62,16 +63,19 @@ def select_on_holdout(
     weights = [0.0] if fitter.kind == "upm" else list(utility_weights or [0.0])
     refine = refine and len(validation) >= REFINE_MIN_VALIDATION_DUELS
     y_val = fitter.data.y[validation].astype(np.float64)
+    searched = search_penalties(penalties)  # the search's stages stop the path earlier
     done = 0.0  # progress fraction used by the stages before the final fit
     full: list[PathResult] | None = None
     if len(scales) * len(weights) > 1:
         # (scale, weight) ranked with few centres (on a subsample of large data); the
         # winner is fitted in full. Where the ranking fit was the full fit itself (all
-        # the duels, no fewer centres), its winner's path is kept as it is.
+        # the duels, no fewer centres), it runs the whole path and its winner's path is
+        # kept as it is.
         done = 0.3
         best, coarse, same = _rank_on_subsample(
-            fitter, train, validation, scales, penalties, progress.span(0.0, done), weights
-        )
+            fitter, train, validation, scales, penalties, searched,
+            progress.span(0.0, done), weights,
+        )  # fmt: skip
         stage = "full" if same else "subsample"
         record.points.extend(replace(r.point, stage=stage) for r in coarse)
         scales, weights = [best.lengthscale_scale], [best.utility_weight]
@@ -79,7 +83,7 @@ def select_on_holdout(
             full = [r for r in coarse if _same_grid_point(r.point, best)]
     if refine:
         factors, tried = refine_group_lengthscales(
-            fitter, train, validation, scales[0], weights[0], penalties,
+            fitter, train, validation, scales[0], weights[0], searched,
             progress.span(done, done + 0.25),
         )  # fmt: skip
         done += 0.25
@@ -90,7 +94,7 @@ def select_on_holdout(
             fitter, full = with_factors(fitter, factors), None
         penalty = min(tried, key=fitter.loss_of).penalty  # the group search's best
         learned = refine_column_lengthscales(
-            fitter, train, validation, scales[0], weights[0], penalties, penalty,
+            fitter, train, validation, scales[0], weights[0], searched, penalty,
             progress.span(done, done + 0.1),
         )  # fmt: skip
         done += 0.1
@@ -114,11 +118,12 @@ def _same_grid_point(a: SearchPoint, b: SearchPoint) -> bool:
     return a.lengthscale_scale == b.lengthscale_scale and a.utility_weight == b.utility_weight
 
 
-def _rank_on_subsample(fitter, train, validation, scales, penalties, progress, weights):
+def _rank_on_subsample(fitter, train, validation, scales, penalties, searched, progress, weights):
     """The best (scale, weight) point of a fit with few centres on a seeded subsample.
 
     Returns that point, every fit, and whether the ranking fit was the full one (all
-    the training and validation duels, the full fit's centres).
+    the training and validation duels, the full fit's centres): that one runs the
+    whole path ``penalties``, a subsample's the search's ``searched``.
     """
     sub_train, sub_val = fitter.subsample(
         train, validation, SUBSAMPLE_TRAIN_DUELS, SUBSAMPLE_VALIDATION_DUELS, stream=2
@@ -132,7 +137,7 @@ def _rank_on_subsample(fitter, train, validation, scales, penalties, progress, w
     if same:  # the full sets, in their order (the centres are positions in train)
         sub_train, sub_val = train, validation
     coarse = fitter.fit(
-        sub_train, sub_val, scales, penalties, progress,
+        sub_train, sub_val, scales, penalties if same else searched, progress,
         n_centres=n_centres, utility_weights=weights,
     )  # fmt: skip
     pick = _choose_result(fitter, coarse, fitter.data.y[sub_val].astype(np.float64))
@@ -174,7 +179,12 @@ def cross_validate(
     progress: Progress,
     utility_weights: list[float] | None = None,
 ) -> tuple[SearchRecord, torch.Tensor]:
-    """K-fold choice on ``duels``, then a refit on all of them at the chosen point."""
+    """K-fold choice on ``duels``, then a refit on all of them at the chosen point.
+
+    The folds pool every penalty's out-of-fold predictions, so no path stops early;
+    the path ends at ``SEARCH_SMALLEST_PENALTY`` as every search stage's does.
+    """
+    penalties = search_penalties(penalties)
     order = np.random.default_rng([fitter.seed, 1]).permutation(len(duels))
     folds = [duels[np.sort(f)] for f in np.array_split(order, min(CV_FOLDS, len(duels)))]
     Key = tuple[float, float, float]  # (scale, utility weight, penalty)
