@@ -28,6 +28,8 @@ from prefshap_core.models.hyperparameters import (
     DEFAULT_CME_LAMBDA,
     DEFAULT_CONTEXT_CME_LAMBDA,
     PENALTY_PATH,
+    UPM_CG_ITERATIONS,
+    UPM_PENALTY_PATH,
     UTILITY_WEIGHTS,
     median_lengthscales,
     scale_candidates,
@@ -55,8 +57,8 @@ class PreferenceModel:
         lengthscale_scales: tuple[float, ...] | None = None,
         context_lengthscales: np.ndarray | tuple[float, ...] | None = None,
         penalty: float | None = None,
-        penalty_path: tuple[float, ...] = PENALTY_PATH,
-        cg_iterations: tuple[int, ...] = CG_ITERATIONS,
+        penalty_path: tuple[float, ...] | None = None,  # None: the kind's (see path())
+        cg_iterations: tuple[int, ...] | None = None,
         utility_weight: float | None = None,
         utility_weights: tuple[float, ...] | None = None,  # None: UTILITY_WEIGHTS
         refine_lengthscales: bool = True,
@@ -146,7 +148,8 @@ class PreferenceModel:
             scales = [1.0]  # lengthscales given as they are meant: no search over a scale
         else:
             scales = scale_candidates(data.item_space.n_groups)
-        penalties = [float(self.penalty)] if self.penalty is not None else list(self.penalty_path)
+        path, cg_iterations = self.path()
+        penalties = [float(self.penalty)] if self.penalty is not None else list(path)
         weights = self._utility_weights()
         fitter = PathFitter(
             kind=self.kind,
@@ -158,7 +161,7 @@ class PreferenceModel:
             solver=self.solver or SolverOptions(),
             seed=self.seed,
             n_centres=self.n_centres,
-            iterations=dict(zip(self.penalty_path, self.cg_iterations, strict=True)),
+            iterations=dict(zip(path, cg_iterations, strict=True)),
             backend=self.backend,
         )
         use_cv = self.selection == "cv" or (
@@ -263,13 +266,26 @@ class PreferenceModel:
             raise DataValidationError(
                 "a C-GPM needs context columns in the duels table; this data has none"
             )
-        if len(self.cg_iterations) != len(self.penalty_path):
+        path, cg_iterations = self.path()
+        if len(cg_iterations) != len(path):
             raise ValueError("cg_iterations needs one entry per penalty of penalty_path")
         self._utility_weights()  # checks them
         if self.lengthscale_scales is not None and (
             not len(self.lengthscale_scales) or min(self.lengthscale_scales) <= 0
         ):
             raise ValueError("lengthscale_scales must be one or more positive numbers")
+
+    def path(self) -> tuple[tuple[float, ...], tuple[int, ...]]:
+        """The penalty path and its CG iterations per step: as given, else the kind's
+        default (``UPM_PENALTY_PATH`` for a UPM, ``PENALTY_PATH`` otherwise)."""
+        if self.kind == "upm":
+            default_path, default_iterations = UPM_PENALTY_PATH, UPM_CG_ITERATIONS
+        else:
+            default_path, default_iterations = PENALTY_PATH, CG_ITERATIONS
+        path = self.penalty_path or default_path
+        # A path given without iterations takes the default's first ones.
+        iterations = self.cg_iterations or default_iterations[: len(path)]
+        return tuple(path), tuple(iterations)
 
     def _utility_weights(self) -> list[float]:
         """The utility weights to search: the fixed one, else the grid (UPM: none)."""

@@ -15,7 +15,12 @@ from prefshap_core.cli import train_command
 from prefshap_core.cli.data_flags import MAPPING_DESTS
 from prefshap_core.compute import Compute
 from prefshap_core.models.estimators import GPM, UPM, PreferenceModel
-from prefshap_core.models.hyperparameters import CG_ITERATIONS, PENALTY_PATH
+from prefshap_core.models.hyperparameters import (
+    CG_ITERATIONS,
+    PENALTY_PATH,
+    UPM_CG_ITERATIONS,
+    UPM_PENALTY_PATH,
+)
 from prefshap_core.models.params import (
     ESTIMATOR_PARAMS,
     INTERNAL_ESTIMATOR_PARAMS,
@@ -56,7 +61,12 @@ def test_get_params_is_the_signature_as_given() -> None:
     assert params["lengthscales"] is lengthscales  # stored as given, not copied
     assert params["n_centres"] == 7 and params["seed"] == 3
     assert params["utility_weights"] == (0.0, 5.0)
-    assert params["penalty_path"] == PENALTY_PATH and params["cg_iterations"] == CG_ITERATIONS
+    assert params["penalty_path"] is None and params["cg_iterations"] is None  # the kind's
+    assert model.path() == (PENALTY_PATH, CG_ITERATIONS)
+    assert UPM().path() == (UPM_PENALTY_PATH, UPM_CG_ITERATIONS)
+    assert UPM().path()[0][: len(PENALTY_PATH)] == PENALTY_PATH  # the same path, two more steps
+    given = GPM(penalty_path=(1e-2, 1e-4))
+    assert given.path() == ((1e-2, 1e-4), CG_ITERATIONS[:2])
     assert GPM().get_params()["utility_weights"] is None  # automatic: UTILITY_WEIGHTS
     assert model.set_params(seed=9, penalty=1e-3) is model
     assert model.get_params()["seed"] == 9 and model.penalty == 1e-3
@@ -114,8 +124,8 @@ def test_model_is_built_from_the_mapping() -> None:
     expected = {
         "n_centres": 77, "loss": "squared", "lengthscales": (0.5, 1.5),
         "lengthscale_scale": None, "lengthscale_scales": (1.0, 2.0),
-        "context_lengthscales": (2.0,), "penalty": 1e-3, "penalty_path": PENALTY_PATH,
-        "cg_iterations": CG_ITERATIONS, "utility_weight": None, "utility_weights": (0.0, 5.0),
+        "context_lengthscales": (2.0,), "penalty": 1e-3, "penalty_path": None,
+        "cg_iterations": None, "utility_weight": None, "utility_weights": (0.0, 5.0),
         "refine_lengthscales": False, "cme_lambda": 0.1, "context_cme_lambda": 0.2,
         "selection": "auto", "backend": "falkon", "seed": 4,
         "compute": Compute(device="cpu", dtype="float32"), "solver": None,
