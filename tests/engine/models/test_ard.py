@@ -121,3 +121,47 @@ def test_a_singular_step_ends_the_search_at_the_best_point_seen(noisy_game, monk
     monkeypatch.setattr(ard.ArdProblem, "objective", real)
     again = ard.learn_lengthscales(_fitter(data), np.arange(2500), 1.0, 0.0, 1e-3, steps=best)
     np.testing.assert_allclose(learned.items, again.items if best else np.ones(3))
+
+
+def _scripted_objective(monkeypatch, per_step_gain: float) -> list[int]:
+    """ArdProblem.objective replaced by a loss that falls ``per_step_gain`` (relative)
+    per call, differentiable in theta so that Adam can step."""
+    calls: list[int] = []
+
+    def objective(self, theta, alpha):
+        value = 0.5 * (1 - per_step_gain) ** len(calls) + 0.0 * theta.sum()
+        calls.append(1)
+        return value, alpha
+
+    monkeypatch.setattr(ard.ArdProblem, "objective", objective)
+    return calls
+
+
+@pytest.mark.parametrize("gain,stalls", [(0.0003, True), (0.002, False)])
+def test_a_search_that_gains_too_little_by_the_check_step_stops_there(
+    noisy_game, monkeypatch, gain, stalls
+):
+    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
+    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
+    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
+    # 0.03 % a step is 0.3 % by step 10 (< STALL_GAIN); 0.2 % a step is 2 %.
+    calls = _scripted_objective(monkeypatch, gain)
+    learned = ard.learn_lengthscales(_fitter(noisy_game), np.arange(2500), 1.0, 0.0, 1e-3)
+    assert learned.stalled is stalls
+    expected = ard.STALL_CHECK_STEP + 1 if stalls else ard.GRADIENT_STEPS + 1
+    assert len(learned.objectives) == len(calls) == expected
+
+
+def test_a_stalled_search_is_not_judged_and_keeps_the_start(noisy_game, monkeypatch):
+    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
+    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
+    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
+    _scripted_objective(monkeypatch, 0.0)
+
+    def judged(*args):
+        raise AssertionError("a stalled search must not be compared on validation")
+
+    monkeypatch.setattr(ard, "clearly_better", judged)
+    args = (1.0, 0.0, [1e-3], 1e-3, ensure_progress(None))
+    train, validation = np.arange(2500), np.arange(2500, 3000)
+    assert ard.refine_column_lengthscales(_fitter(noisy_game), train, validation, *args) is None
