@@ -50,6 +50,7 @@ POSTERIOR_MAX_DUELS = 10_000
 # Share of trace(Sigma) (and of the centre duels' prediction variance) the factor keeps.
 TRACE_SHARE = 0.999
 _BLOCK_DUELS = 4096
+_GRAM_BLOCK = 512  # columns per block of the data term's lower triangle
 # Fewer held-out duels than this estimate no calibration slope worth using (its se is
 # then ~0.1 or more): the posterior is kept as it is.
 MIN_CALIBRATION_DUELS = 200
@@ -103,7 +104,8 @@ def laplace_posterior(
             None if ctx is None else ctx[block], compute,
         )  # fmt: skip
         p = torch.sigmoid(b @ alpha)
-        data_term += b.T @ (b * (p * (1.0 - p))[:, None])
+        _add_weighted_gram(data_term, b, p * (1.0 - p))
+    data_term = torch.tril(data_term) + torch.tril(data_term, -1).T
     data_term *= n / len(rows)
 
     centres = _centre_gram(fn, compute)
@@ -131,6 +133,19 @@ def laplace_posterior(
         "trace_share": float(trace_share),
     }
     return Posterior(factor, info)
+
+
+def _add_weighted_gram(out: torch.Tensor, b: torch.Tensor, weights: torch.Tensor) -> None:
+    """The lower block triangle of ``out += b^T diag(weights) b``, by column blocks.
+
+    The Gram is symmetric: its diagonal and lower blocks are 10 of 16 block products
+    at M = 2,000 (62 % of the flops of one GEMM), the data term's largest cost.
+    """
+    weighted = b * weights[:, None]
+    m = b.shape[1]
+    for lo in range(0, m, _GRAM_BLOCK):
+        hi = min(lo + _GRAM_BLOCK, m)
+        out[lo:, lo:hi].addmm_(b[:, lo:].T, weighted[:, lo:hi])
 
 
 def _inverse_root_t(h_beta: torch.Tensor, floor: float) -> torch.Tensor:

@@ -14,6 +14,7 @@ from prefshap_core.datasets.synthetic import gpm_generated
 from prefshap_core.errors import ModelFileError, NotFittedError
 from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
+from prefshap_core.models import posterior
 from prefshap_core.models.estimators import CGPM, GPM, UPM
 from prefshap_core.models.model_file import load_model, model_arrays, save_model
 from prefshap_core.models.posterior import laplace_posterior
@@ -181,3 +182,16 @@ def test_documented_output_sd_reader_matches_decision_sd(tmp_path, monkeypatch, 
         np.testing.assert_allclose(
             namespace["output_sd"](x_l, x_r, u), fn.decision_sd(x_l, x_r, u), rtol=1e-10
         )
+
+
+@pytest.mark.parametrize("block", [4, 13, 512])
+def test_data_term_by_lower_blocks_is_the_weighted_gram(monkeypatch, block):
+    monkeypatch.setattr(posterior, "_GRAM_BLOCK", block)
+    rng = np.random.default_rng(3)
+    b = torch.as_tensor(rng.standard_normal((50, 13)))
+    weights = torch.as_tensor(rng.uniform(0.0, 0.25, 50))
+    out = torch.ones((13, 13), dtype=torch.float64)  # it adds to what is there
+    posterior._add_weighted_gram(out, b, weights)
+    expected = 1.0 + b.numpy().T @ np.diag(weights.numpy()) @ b.numpy()
+    lower = np.tril_indices(13)
+    np.testing.assert_allclose(out.numpy()[lower], expected[lower], rtol=1e-13)
