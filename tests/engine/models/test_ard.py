@@ -24,6 +24,14 @@ def _fitter(data, kind="gpm"):
     )  # fmt: skip
 
 
+@pytest.fixture
+def small_ard(monkeypatch):
+    """ARD problems small enough for finite differences and scripted objectives."""
+    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
+    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
+    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
+
+
 @pytest.fixture(scope="module")
 def noisy_game():
     """A random GPM on x1, x2; x3 is noise (3,000 duels)."""
@@ -50,10 +58,7 @@ def test_pair_matrix_is_the_product_pair_kernel(noisy_game, kind, weight):
     torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-11)
 
 
-def test_objective_gradient_matches_finite_differences(noisy_game, monkeypatch):
-    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
-    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
-    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
+def test_objective_gradient_matches_finite_differences(noisy_game, small_ard):
     data = noisy_game
     problem, _, _ = ard.ard_problem(_fitter(data), np.arange(data.n_duels), utility_weight=1.0)
     start = np.concatenate([np.log(median_lengthscales(data.items)), [np.log(1e-3)]])
@@ -98,12 +103,9 @@ def test_skipped_below_the_minimum_and_when_switched_off(noisy_game, monkeypatch
     assert ard.refine_column_lengthscales(fitter, np.arange(2500), validation, *args) is None
 
 
-def test_a_singular_step_ends_the_search_at_the_best_point_seen(noisy_game, monkeypatch):
+def test_a_singular_step_ends_the_search_at_the_best_point_seen(noisy_game, monkeypatch, small_ard):
     """Seen on an App. B game: Adam reached lengthscales whose Newton system was
     singular, and training crashed. The search now stops there and keeps its best."""
-    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
-    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
-    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
     real = ard.ArdProblem.objective
     calls = []
 
@@ -139,11 +141,8 @@ def _scripted_objective(monkeypatch, per_step_gain: float) -> list[int]:
 
 @pytest.mark.parametrize("gain,stalls", [(0.0003, True), (0.002, False)])
 def test_a_search_that_gains_too_little_by_the_check_step_stops_there(
-    noisy_game, monkeypatch, gain, stalls
+    noisy_game, monkeypatch, small_ard, gain, stalls
 ):
-    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
-    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
-    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
     # 0.03 % a step is 0.3 % by step 10 (< STALL_GAIN); 0.2 % a step is 2 %.
     calls = _scripted_objective(monkeypatch, gain)
     learned = ard.learn_lengthscales(_fitter(noisy_game), np.arange(2500), 1.0, 0.0, 1e-3)
@@ -152,10 +151,7 @@ def test_a_search_that_gains_too_little_by_the_check_step_stops_there(
     assert len(learned.objectives) == len(calls) == expected
 
 
-def test_a_stalled_search_is_not_judged_and_keeps_the_start(noisy_game, monkeypatch):
-    monkeypatch.setattr(ard, "ARD_FIT_DUELS", 600)
-    monkeypatch.setattr(ard, "ARD_HELD_OUT_DUELS", 400)
-    monkeypatch.setattr(ard, "ARD_CENTRES", 60)
+def test_a_stalled_search_is_not_judged_and_keeps_the_start(noisy_game, monkeypatch, small_ard):
     _scripted_objective(monkeypatch, 0.0)
 
     def judged(*args):
