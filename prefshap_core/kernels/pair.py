@@ -21,6 +21,7 @@ sum kernel adds ``w (D[l] - D[r])`` to the GPM row, again exactly negated by a s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -294,6 +295,23 @@ class PairKernel:
             hi = min(lo + max(1, block_rows), len(f.left))
             block(lo, hi, out[lo:hi])
         return out
+
+    def row_blocks(
+        self, rows: DuelIndex, cols: DuelIndex, block_rows: int
+    ) -> Iterator[tuple[int, int, torch.Tensor]]:
+        """``(lo, hi, K(rows[lo:hi], cols))`` block by block, all in one buffer.
+
+        Each block overwrites the last (use or copy it before asking for the next) and
+        the caller may overwrite it in place: a pass over a large ``K`` (the posterior's
+        data term) then touches one block's memory, not the whole matrix's.
+        """
+        f = self._factors(rows, cols)
+        block = self._block_fn(f)
+        step = max(1, int(block_rows))
+        out = f.a.new_empty((min(step, len(f.left)), f.a.shape[1]))
+        for lo in range(0, len(f.left), step):
+            hi = min(lo + step, len(f.left))
+            yield lo, hi, block(lo, hi, out[: hi - lo])
 
     def centre_gram(self, centres: DuelIndex) -> torch.Tensor:
         """``K_MM``, symmetrised (the item Gram's GEMM form is symmetric only to rounding)."""

@@ -11,14 +11,19 @@ Laplace approximation at the fitted ``alpha`` is Gaussian with covariance
 same ``p (1 - p)``), ``j`` the solver's absolute jitter.
 
 Computed stably: with ``L L^T = K_MM + j I`` (the solver's own jittered Cholesky) and
-``alpha = L^-T beta``, ``H_beta = L^-1 K_nM^T W K_nM L^-T + n lam I`` has eigenvalues
-``>= n lam``; its Cholesky ``R R^T`` gives ``F = L^-T R^-T`` with ``F F^T = Sigma``
-exactly. (Sigma itself has eigenvalues ~1 / (n lam j) along the directions K_MM
-cannot see; inverting or eigendecomposing it directly would drown the small ones
-that predictions use in rounding.) Columns are kept in order of their share of
+``alpha = L^-T beta``, ``H_beta = Z^T Z + n lam I``, ``Z = W^1/2 K_nM L^-T`` (the
+whitened training rows), has eigenvalues ``>= n lam``; its Cholesky ``R R^T`` gives
+``F = L^-T R^-T`` with ``F F^T = Sigma`` exactly. (Sigma itself has eigenvalues
+~1 / (n lam j) along the directions K_MM cannot see; inverting or eigendecomposing it
+directly would drown the small ones that predictions use in rounding.) Whitening the
+rows, not the summed ``K_nM^T W K_nM`` from both sides, matters: the two-sided form
+loses ~cond(K_MM) eps ||K_nM^T W K_nM|| (0.04 on a 10,000-duel set, against n lam =
+8e-4, so its Cholesky failed), while a Gram of whitened rows is positive semi-definite
+to ~eps ||H_beta||. Columns are kept in order of their share of
 trace(Sigma) until both 99.9 % of trace(Sigma) and 99.9 % of the summed variance of g
-over the centre duels are kept (the first is the file contract, the second guards
-the predictions); dropped columns only remove a positive semi-definite part.
+over (a seeded sample of 512 of) the centre duels are kept (the first is the file
+contract, the second guards the predictions); dropped columns only remove a positive
+semi-definite part.
 
 :func:`with_holdout_dispersion` then scales the factor by ``c >= 1`` from the
 validation duels' calibration slope (docs/method.md, "Calibration"): the Laplace
@@ -26,7 +31,8 @@ posterior covers the penalised fit, whose shrinkage it does not contain.
 
 Above ``POSTERIOR_MAX_DUELS`` training duels the data term uses a seeded subsample
 ``S`` scaled by ``n / |S|`` (an unbiased estimate of ``K_nM^T W K_nM``): its cost is
-``|S| M^2``, which keeps the posterior within 15 % of the training time.
+``~2 |S| M^2`` (a triangular solve and half a Gram), which keeps the posterior within
+15 % of the training time.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData
+from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.solvers.preconditioner import jittered_cholesky
@@ -49,8 +56,10 @@ from prefshap_core.solvers.preconditioner import jittered_cholesky
 POSTERIOR_MAX_DUELS = 10_000
 # Share of trace(Sigma) (and of the centre duels' prediction variance) the factor keeps.
 TRACE_SHARE = 0.999
-_BLOCK_DUELS = 4096
-_GRAM_BLOCK = 512  # columns per block of the data term's lower triangle
+_BLOCK_DUELS = 2048  # rows per kernel block of the data term (33 MB at M = 2,000)
+_GRAM_BLOCK = 256  # columns per block of the data term's lower triangle
+# Centre duels whose summed prediction variance guards the factor's rank (a seeded sample).
+_GUARD_CENTRES = 512
 # Fewer held-out duels than this estimate no calibration slope worth using (its se is
 # then ~0.1 or more): the posterior is kept as it is.
 MIN_CALIBRATION_DUELS = 200
@@ -94,35 +103,35 @@ def laplace_posterior(
     rows = np.arange(n)
     if n > max_duels:
         rows = np.sort(np.random.default_rng([seed, 7]).choice(n, max_duels, replace=False))
-    ctx = None if context_index is None else np.asarray(context_index)
-    alpha = compute.tensor(fn.alpha)
-    data_term = torch.zeros((m, m), dtype=torch.float64, device=compute.torch_device)
-    for s in range(0, len(rows), _BLOCK_DUELS):
-        block = rows[s : s + _BLOCK_DUELS]
-        b = fn.centre_brackets_on_pool(
-            pool, left[block], right[block], context_pool,
-            None if ctx is None else ctx[block], compute,
-        )  # fmt: skip
-        p = torch.sigmoid(b @ alpha)
-        _add_weighted_gram(data_term, b, p * (1.0 - p))
-    data_term = torch.tril(data_term) + torch.tril(data_term, -1).T
-    data_term *= n / len(rows)
-
-    centres = _centre_gram(fn, compute)
+    kernel, duels, centre_duels = _bracket_kernel(
+        fn, pool, left[rows], right[rows], context_pool,
+        None if context_index is None else np.asarray(context_index)[rows], compute,
+    )  # fmt: skip
+    centres = kernel.centre_gram(centre_duels)
     lower, jitter = jittered_cholesky(centres, relative_jitter * m)
-    # H_beta = L^-1 D L^-T + n lam I
-    half = torch.linalg.solve_triangular(lower, data_term, upper=False)
-    h_beta = torch.linalg.solve_triangular(lower, half.T, upper=False)
-    h_beta = 0.5 * (h_beta + h_beta.T)
+    # H_beta = Z^T Z + n lam I with Z = W^1/2 K_nM L^-T, the whitened training rows.
+    h_beta = torch.zeros((m, m), dtype=torch.float64, device=compute.torch_device)
+    alpha = compute.tensor(fn.alpha)
+    for _, _, b in kernel.row_blocks(duels, centre_duels, _BLOCK_DUELS):
+        p = torch.sigmoid(b @ alpha)
+        b.mul_((p * (1.0 - p)).sqrt_()[:, None])
+        # Z^T = L^-1 (W^1/2 K_b)^T: a left solve on the transposed view ran ~20 % faster
+        # than the right solve Z = W^1/2 K_b L^-T (MKL, two cores).
+        z = torch.linalg.solve_triangular(lower, b.T, upper=False).T
+        _add_gram(h_beta, z)
+    # Only the lower triangle is filled: the Cholesky (and eigh) below read only it.
+    h_beta *= n / len(rows)
     h_beta.diagonal().add_(n * penalty)
     # H_beta = R R^T (its eigenvalues are >= n lam: no jitter needed), so
     # Sigma = L^-T R^-T R^-1 L^-1 = F F^T with F = L^-T R^-T. A Cholesky, not an
     # eigendecomposition: 15 s against 0.1 s at M = 2,000 on two cores.
     r_inv_t = _inverse_root_t(h_beta, floor=n * penalty)  # R^-T
+    del h_beta  # each M x M temporary is fresh memory: 32 MB of page faults at M = 2,000
     full = torch.linalg.solve_triangular(lower.T, r_inv_t, upper=True)
-    r = _rank(full, centres, trace_share)
-    order = torch.argsort((full * full).sum(0), descending=True)[:r]
-    factor = full[:, order].cpu().numpy()
+    del r_inv_t
+    kept = _kept_columns(full, centres, trace_share)
+    r = len(kept)
+    factor = full[:, kept].cpu().numpy()
     info = {
         "method": "laplace",
         "n_duels": int(n),
@@ -135,61 +144,78 @@ def laplace_posterior(
     return Posterior(factor, info)
 
 
-def _add_weighted_gram(out: torch.Tensor, b: torch.Tensor, weights: torch.Tensor) -> None:
-    """The lower triangle of ``out += b^T diag(weights) b``, by column panels.
+def _add_gram(out: torch.Tensor, z: torch.Tensor) -> None:
+    """The lower triangle of ``out += z^T z``, by column panels.
 
     The Gram is symmetric, so each panel of ``_GRAM_BLOCK`` columns is formed from its
-    diagonal block down only: 56 % of one GEMM's flops at M = 2,000, the data term's
-    largest cost. The caller mirrors the lower triangle once all duels are added.
+    diagonal block down only: 56 % of one GEMM's flops at M = 2,000. The upper
+    triangle is left as it is (its readers read the lower one only).
     """
-    weighted = b * weights[:, None]
-    m = b.shape[1]
+    m = z.shape[1]
     for lo in range(0, m, _GRAM_BLOCK):
         hi = min(lo + _GRAM_BLOCK, m)
-        out[lo:, lo:hi].addmm_(b[:, lo:].T, weighted[:, lo:hi])
+        out[lo:, lo:hi].addmm_(z[:, lo:].T, z[:, lo:hi])
+
+
+def _bracket_kernel(
+    fn: PreferenceFunction,
+    pool: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    context_pool: np.ndarray | None,
+    context_index: np.ndarray | None,
+    compute: Compute,
+) -> tuple[PairKernel, DuelIndex, DuelIndex]:
+    """``fn``'s kernel as a :class:`PairKernel` over ``pool`` plus the centres' own items
+    (and contexts), with the duels and the centres as its rows: ``K(duels, centres)``
+    is ``b(x)`` row by row, gathered block by block into reused memory (a fresh
+    multi-megabyte block per duel chunk cost 2-3x the gathers in page faults)."""
+    n_pool, m = len(pool), fn.n_centres
+    items = np.vstack([pool, fn.centres_left, fn.centres_right])
+    contexts = context_lengthscales = centre_context = None
+    if fn.kind == "cgpm":
+        assert fn.centres_context is not None and context_pool is not None
+        contexts = np.vstack([context_pool, fn.centres_context])
+        context_lengthscales = fn.context_lengthscales
+        centre_context = len(context_pool) + np.arange(m)
+    kernel = PairKernel(
+        fn.kind, items, fn.lengthscales, contexts, context_lengthscales, compute,
+        utility_weight=0.0 if fn.kind == "upm" else fn.utility_weight,
+    )  # fmt: skip
+    device = compute.torch_device
+    duels = DuelIndex.from_arrays(left, right, context_index, device=device)
+    centres = DuelIndex.from_arrays(
+        n_pool + np.arange(m), n_pool + m + np.arange(m), centre_context, device=device
+    )
+    return kernel, duels, centres
 
 
 def _inverse_root_t(h_beta: torch.Tensor, floor: float) -> torch.Tensor:
-    """``R^-T`` for ``H_beta = R R^T``.
+    """``R^-T`` for ``H_beta = R R^T`` (its lower triangle is read, the upper ignored).
 
     In exact arithmetic every eigenvalue of ``H_beta`` is at least ``floor`` (= n lam),
-    but with an ill-conditioned ``K_MM`` (a small jitter) the whitened data term
-    ``L^-1 D L^-T`` carries round-off that can make the Cholesky fail. Then the
-    eigenvalues are clipped at that exact lower bound, which changes only directions
-    the round-off had spoiled.
+    and the Gram of whitened rows keeps that to rounding. Should the Cholesky still
+    fail (a pathological ``K_MM``), the eigenvalues are clipped at that exact lower
+    bound, which changes only directions the round-off had spoiled.
     """
     m = h_beta.shape[0]
     r_lower, info = torch.linalg.cholesky_ex(h_beta)
     if int(info) == 0:
         eye = torch.eye(m, dtype=h_beta.dtype, device=h_beta.device)
         return torch.linalg.solve_triangular(r_lower.T, eye, upper=True)
-    values, vectors = torch.linalg.eigh(h_beta)
+    values, vectors = torch.linalg.eigh(h_beta, UPLO="L")
     # H = V E V^T = (V E^1/2)(V E^1/2)^T: any R with R R^T = H gives the same F F^T.
     return vectors / values.clamp_min(floor).sqrt()[None, :]
 
 
-def _centre_gram(fn: PreferenceFunction, compute: Compute) -> torch.Tensor:
-    """K_MM: each centre duel's brackets (with its own context for a C-GPM)."""
-    pool, index = np.unique(np.vstack([fn.centres_left, fn.centres_right]), axis=0,
-                            return_inverse=True)  # fmt: skip
-    index = index.reshape(-1)
-    m = fn.n_centres
-    ctx_pool = ctx_index = None
-    if fn.kind == "cgpm":
-        assert fn.centres_context is not None
-        ctx_pool, ctx_index = np.unique(fn.centres_context, axis=0, return_inverse=True)
-        ctx_index = ctx_index.reshape(-1)
-    k = fn.centre_brackets_on_pool(pool, index[:m], index[m:], ctx_pool, ctx_index, compute)
-    return 0.5 * (k + k.T)
-
-
-def _rank(full: torch.Tensor, centres: torch.Tensor, share: float) -> int:
-    """Columns kept: enough for ``share`` of trace(Sigma) and of sum_i var g(centre i)."""
+def _kept_columns(full: torch.Tensor, centres: torch.Tensor, share: float) -> torch.Tensor:
+    """The columns kept, largest share of trace(Sigma) first: enough for ``share`` of
+    trace(Sigma) and of sum_i var g(centre i) (over up to ``_GUARD_CENTRES`` of them)."""
     m = full.shape[1]
-    if share >= 1.0:
-        return m
-    trace_parts = (full * full).sum(0)
+    trace_parts = torch.linalg.vector_norm(full, dim=0) ** 2
     order = torch.argsort(trace_parts, descending=True)
+    if share >= 1.0:
+        return order
 
     def needed(parts: torch.Tensor) -> int:
         cumulative = torch.cumsum(parts, 0)
@@ -200,9 +226,13 @@ def _rank(full: torch.Tensor, centres: torch.Tensor, share: float) -> int:
 
     by_trace = needed(trace_parts[order])
     if by_trace >= m:
-        return m  # the predictions' M^3 product would not change it
-    prediction_parts = ((centres @ full) ** 2).sum(0)[order]
-    return min(m, max(by_trace, needed(prediction_parts)))
+        return order  # the predictions' M^3 product would not change it
+    # The prediction guard on a seeded sample of the centre duels: the product over all
+    # of them (2 M^3 flops) took ~10 % of the posterior at M = 2,000, only to pick r.
+    sample = np.sort(np.random.default_rng(0).choice(m, min(m, _GUARD_CENTRES), replace=False))
+    guard = centres[torch.as_tensor(sample, device=centres.device)] @ full
+    prediction_parts = (torch.linalg.vector_norm(guard, dim=0) ** 2)[order]
+    return order[: min(m, max(by_trace, needed(prediction_parts)))]
 
 
 def with_training_posterior(

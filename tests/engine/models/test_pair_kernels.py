@@ -81,6 +81,22 @@ def test_swapping_a_duel_negates_its_row_and_column_exactly(kind, pools):
     assert torch.equal(kernel.matrix(rows, cols.swapped()), -k)
 
 
+@pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
+@pytest.mark.parametrize("block_rows", [1, 4, 17, 100])
+def test_row_blocks_are_the_matrix_in_one_reused_buffer(kind, block_rows, pools):
+    kernel = make_kernel(kind, pools)
+    rows, cols = random_duels(17, seed=5), random_duels(9, seed=6)
+    whole = kernel.matrix(rows, cols)
+    seen, buffers = 0, set()
+    for lo, hi, block in kernel.row_blocks(rows, cols, block_rows):
+        assert lo == seen and hi == min(lo + block_rows, 17)
+        assert torch.equal(block, whole[lo:hi])
+        buffers.add(block.untyped_storage().data_ptr())
+        block.mul_(0.0)  # the caller may overwrite it: the next block is gathered afresh
+        seen = hi
+    assert seen == 17 and len(buffers) == 1
+
+
 def test_rbf_runs_on_unique_items_only(pools, monkeypatch):
     calls = []
     original = pair_module.rbf_gram
