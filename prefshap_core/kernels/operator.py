@@ -338,19 +338,26 @@ class SumOperator(KernelOperator):
 
 
 def dense_operator(
-    matrix: torch.Tensor, centre_positions: torch.Tensor | None = None, *, as_cache: bool = False
+    matrix: torch.Tensor,
+    centre_positions: torch.Tensor | None = None,
+    *,
+    as_cache: bool = False,
+    dtype: torch.dtype | None = None,
 ):
     """An operator over an explicit matrix (tests, references, summed kernel terms of the
     hyperparameter search); K_MM from the positions.
 
     ``as_cache``: a contiguous ``matrix`` is the operator's cache itself, instead of being
     copied into one (the same products, bitwise, without a second copy of K_nM).
+    ``dtype``: of the vectors and K_MM (default the matrix's); a float32 matrix under
+    float64 vectors is a float32 cache (:class:`BlockedKernelOperator`).
     """
+    dtype = dtype or matrix.dtype
 
     def centre_gram() -> torch.Tensor:
         if centre_positions is None:
             raise ValueError("a dense operator needs centre_positions to give K_MM")
-        k_mm = matrix[centre_positions]
+        k_mm = matrix[centre_positions].to(dtype)
         return 0.5 * (k_mm + k_mm.T)
 
     def block(lo: int, hi: int, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -362,10 +369,11 @@ def dense_operator(
         matrix.shape[0],
         matrix.shape[1],
         centre_gram,
-        matrix.dtype,
+        dtype,
         matrix.device,
         centre_positions=centre_positions,
         cache_budget_bytes=0 if adopt else DEFAULT_CACHE_BUDGET_BYTES,
+        cache_dtype=matrix.dtype,
     )
     if adopt:
         operator.cache = matrix

@@ -169,13 +169,11 @@ class PathFitter:
         first, second = kernel.parts()
         op_first = first.operator(train_index, centres, **kwargs)
         val_first, val_second = val_block(first), val_block(second)
-        cacheable = (
-            isinstance(op_first, BlockedKernelOperator)
-            and op_first.cache is not None
-            and op_first.cache_dtype == op_first.dtype
-        )
+        cacheable = isinstance(op_first, BlockedKernelOperator) and op_first.cache is not None
         if cacheable:  # gathered by row blocks: no full-size scratch next to the cache
-            second_matrix = second.matrix(train_index, centre_index, block_rows=op_first.block_rows)
+            second_matrix = second.matrix(
+                train_index, centre_index, block_rows=op_first.block_rows
+            ).to(op_first.cache_dtype)
         else:
             op_second = second.operator(train_index, centres, **kwargs)
 
@@ -190,7 +188,10 @@ class PathFitter:
             assert isinstance(op_first, BlockedKernelOperator) and op_first.cache is not None
             # cache + w * second without a second temporary (IEEE addition commutes: bitwise)
             matrix = torch.mul(second_matrix, weight).add_(op_first.cache)
-            return dense_operator(matrix, op_first.centre_positions, as_cache=True), k_val
+            summed = dense_operator(
+                matrix, op_first.centre_positions, as_cache=True, dtype=op_first.dtype
+            )
+            return summed, k_val
 
         return combined
 
