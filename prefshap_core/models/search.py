@@ -137,28 +137,13 @@ def _rank_on_subsample(fitter, train, validation, scales, penalties, searched, p
     if same:  # the full sets, in their order (the centres are positions in train)
         sub_train, sub_val = train, validation
     else:
-        fitter = _ranking_fitter(fitter)
+        fitter = fitter.for_ranking()
     coarse = fitter.fit(
         sub_train, sub_val, scales, penalties if same else searched, progress,
         n_centres=n_centres, utility_weights=weights,
     )  # fmt: skip
     pick = _choose_result(fitter, coarse, fitter.data.y[sub_val].astype(np.float64))
     return coarse[pick].point, coarse, same
-
-
-def _ranking_fitter(fitter: PathFitter) -> PathFitter:
-    """``fitter`` with K_nM cached in float32 (vectors and solves stay in the compute
-    dtype), for ranking fits that are not kept.
-
-    The ranking's products are memory-bound passes over a 10,000 x 500 K_nM: in float64
-    (40 MB) it does not fit the 2-core VM's 32 MB L3, in float32 it does, and a fused
-    ``K^T W K v`` ran 3x faster (2.8 -> 0.96 ms at 8,000 x 500). Its products carry
-    ~1e-7 relative error, far below the validation log loss differences that rank
-    the grid (docs/method.md, "Search").
-    """
-    if fitter.backend != "torch" or fitter.compute.torch_dtype != torch.float64:
-        return fitter
-    return replace(fitter, solver=replace(fitter.solver, cache_dtype="float32"))
 
 
 def choose(

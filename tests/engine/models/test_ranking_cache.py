@@ -1,4 +1,4 @@
-"""The grid ranking's float32 K_nM cache (``search._ranking_fitter``): close to float64."""
+"""The ranking fits' float32 K_nM cache (``PathFitter.for_ranking``): close to float64."""
 
 import numpy as np
 import pytest
@@ -10,7 +10,7 @@ from prefshap_core.datasets.synthetic import gpm_generated
 from prefshap_core.kernels.operator import dense_operator
 from prefshap_core.kernels.pair import PairKernel
 from prefshap_core.models.hyperparameters import CG_ITERATIONS, PENALTY_PATH, median_lengthscales
-from prefshap_core.models.search import PathFitter, _ranking_fitter
+from prefshap_core.models.search import PathFitter
 from prefshap_core.solvers.options import SolverOptions
 
 
@@ -25,9 +25,9 @@ def _fitter(data, dtype: str = "float64", backend: str = "torch") -> PathFitter:
 
 def test_only_float64_torch_rankings_get_a_float32_cache():
     data = gpm_generated(n_items=30, n_duels=100, d=3, seed=0)
-    assert _ranking_fitter(_fitter(data)).solver.cache_dtype == "float32"
-    assert _ranking_fitter(_fitter(data, dtype="float32")).solver.cache_dtype is None
-    assert _ranking_fitter(_fitter(data, backend="falkon")).solver.cache_dtype is None
+    assert _fitter(data).for_ranking().solver.cache_dtype == "float32"
+    assert _fitter(data, dtype="float32").for_ranking().solver.cache_dtype is None
+    assert _fitter(data, backend="falkon").for_ranking().solver.cache_dtype is None
 
 
 def test_dense_float32_matrix_under_float64_vectors():
@@ -53,7 +53,7 @@ def test_float32_ranking_operators_equal_float64_products(weights):
     data = gpm_generated(n_items=60, n_duels=800, d=3, n_relevant=2, seed=3)
     split = split_duels(data.n_duels, 0)
     operators = {}
-    for name, fitter in (("exact", _fitter(data)), ("ranked", _ranking_fitter(_fitter(data)))):
+    for name, fitter in (("exact", _fitter(data)), ("ranked", _fitter(data).for_ranking())):
         kernel = PairKernel("gpm", data.items, fitter.base_lengthscales, compute=fitter.compute)
         train_index = fitter.duel_index(split.train)
         val_index = fitter.duel_index(split.validation)
