@@ -143,7 +143,7 @@ def _scripted_objective(monkeypatch, per_step_gain: float) -> list[int]:
 def test_a_search_that_gains_too_little_by_the_check_step_stops_there(
     noisy_game, monkeypatch, small_ard, gain, stalls
 ):
-    # 0.03 % a step is 0.3 % by step 10 (< STALL_GAIN); 0.2 % a step is 2 %.
+    # 0.03 % a step is 0.15 % by step 5 (< STALL_GAIN); 0.2 % a step is 1 %.
     calls = _scripted_objective(monkeypatch, gain)
     learned = ard.learn_lengthscales(_fitter(noisy_game), np.arange(2500), 1.0, 0.0, 1e-3)
     assert learned.stalled is stalls
