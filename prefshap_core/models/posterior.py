@@ -129,9 +129,12 @@ def laplace_posterior(
     # H_beta = R R^T (its eigenvalues are >= n lam: no jitter needed), so
     # Sigma = L^-T R^-T R^-1 L^-1 = F F^T with F = L^-T R^-T. A Cholesky, not an
     # eigendecomposition: 15 s against 0.1 s at M = 2,000 on two cores.
-    r_inv_t = _inverse_root_t(h_beta, floor=n * penalty)  # R^-T
+    r_inv_t, triangular = _inverse_root_t(h_beta, floor=n * penalty)  # R^-T
     del h_beta  # each M x M temporary is fresh memory: 32 MB of page faults at M = 2,000
-    full = torch.linalg.solve_triangular(lower.T, r_inv_t, upper=True)
+    if triangular:
+        full = _upper_solve(lower.T, r_inv_t)
+    else:
+        full = torch.linalg.solve_triangular(lower.T, r_inv_t, upper=True)
     del r_inv_t
     kept = _kept_columns(full, centres, trace_share)
     r = len(kept)
@@ -194,8 +197,9 @@ def _bracket_kernel(
     return kernel, duels, centres
 
 
-def _inverse_root_t(h_beta: torch.Tensor, floor: float) -> torch.Tensor:
-    """``R^-T`` for ``H_beta = R R^T`` (its lower triangle is read, the upper ignored).
+def _inverse_root_t(h_beta: torch.Tensor, floor: float) -> tuple[torch.Tensor, bool]:
+    """``R^-T`` for ``H_beta = R R^T`` (its lower triangle is read, the upper ignored),
+    and whether it is upper triangular.
 
     In exact arithmetic every eigenvalue of ``H_beta`` is at least ``floor`` (= n lam),
     and the Gram of whitened rows keeps that to rounding. Should the Cholesky still
@@ -206,10 +210,25 @@ def _inverse_root_t(h_beta: torch.Tensor, floor: float) -> torch.Tensor:
     r_lower, info = torch.linalg.cholesky_ex(h_beta)
     if int(info) == 0:
         eye = torch.eye(m, dtype=h_beta.dtype, device=h_beta.device)
-        return torch.linalg.solve_triangular(r_lower.T, eye, upper=True)
+        return _upper_solve(r_lower.T, eye), True
     values, vectors = torch.linalg.eigh(h_beta, UPLO="L")
     # H = V E V^T = (V E^1/2)(V E^1/2)^T: any R with R R^T = H gives the same F F^T.
-    return vectors / values.clamp_min(floor).sqrt()[None, :]
+    return vectors / values.clamp_min(floor).sqrt()[None, :], False
+
+
+def _upper_solve(upper: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    """``U^-1 B`` for upper-triangular ``U`` and ``B`` (the result is upper triangular).
+
+    A column panel of ``B`` is zero below its last column, and so is its solution:
+    only the leading block of ``U`` is solved, a third of a full triangular solve's
+    flops (two M^3 solves of the factor took ~0.09 s each at M = 2,000, ~0.055 s so).
+    """
+    out = torch.zeros_like(rhs)
+    for lo in range(0, rhs.shape[1], _GRAM_BLOCK):
+        hi = min(lo + _GRAM_BLOCK, rhs.shape[1])
+        out[:hi, lo:hi] = torch.linalg.solve_triangular(upper[:hi, :hi], rhs[:hi, lo:hi],
+                                                        upper=True)  # fmt: skip
+    return out
 
 
 def _kept_columns(full: torch.Tensor, centres: torch.Tensor, share: float) -> torch.Tensor:

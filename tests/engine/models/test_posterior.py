@@ -238,3 +238,15 @@ def test_ill_conditioned_posterior_matches_a_40_digit_reference():
         reference = np.array([float(mpmath.sqrt((row.T * sigma * row)[0])) for row in rows])
     sd = np.linalg.norm(probe @ post.factor, axis=1)
     np.testing.assert_allclose(sd, reference, rtol=1e-8)
+
+
+@pytest.mark.parametrize("block", [4, 13, 512])
+def test_upper_solve_by_panels_is_the_triangular_solve(monkeypatch, block):
+    monkeypatch.setattr(posterior, "_GRAM_BLOCK", block)
+    rng = np.random.default_rng(5)
+    upper = torch.as_tensor(np.triu(rng.standard_normal((13, 13))) + 4.0 * np.eye(13))
+    rhs = torch.as_tensor(np.triu(rng.standard_normal((13, 13))))
+    got = posterior._upper_solve(upper, rhs)
+    np.testing.assert_allclose(got.numpy(), np.linalg.solve(upper.numpy(), rhs.numpy()),
+                               rtol=0, atol=1e-13)  # fmt: skip
+    assert np.array_equal(np.tril(got.numpy(), -1), np.zeros((13, 13)))
