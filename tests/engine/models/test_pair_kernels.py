@@ -339,3 +339,19 @@ def test_utility_weight_must_be_non_negative_and_upm_has_none(pools):
         sum_kernel("upm", 1.0, pools)
     with pytest.raises(ValueError, match="single term"):
         make_kernel("upm", pools).parts()
+
+
+@pytest.mark.parametrize("n", [7, 8, 30])
+def test_median_heuristic_is_the_median_over_distinct_pairs(n):
+    """Against a loop over the pairs i < j (integer columns: many equal pairs, dropped;
+    n = 7 and 8 give odd and even counts of pairs)."""
+    from prefshap_core.kernels.rbf import median_heuristic
+
+    rng = np.random.default_rng(n)
+    x = np.column_stack([rng.normal(size=n), rng.integers(0, 3, n), np.full(n, 2.0)])
+    expected = []
+    for col in x.T:
+        pairs = [abs(col[i] - col[j]) for i in range(n) for j in range(i + 1, n)]
+        pairs = [d for d in pairs if d > 1e-12]
+        expected.append(float(np.median(pairs)) if pairs else 1.0)
+    assert np.array_equal(median_heuristic(x), np.array(expected))
