@@ -59,7 +59,8 @@ POSTERIOR_MAX_DUELS = 6_000
 # Share of trace(Sigma) (and of the centre duels' prediction variance) the factor keeps.
 TRACE_SHARE = 0.999
 _BLOCK_DUELS = 2048  # rows per kernel block of the data term (33 MB at M = 2,000)
-_GRAM_BLOCK = 256  # columns per block of the data term's lower triangle
+# Columns per panel: of the data term's lower triangle, and of the factor's solves.
+_PANEL = 256
 # Centre duels whose summed prediction variance guards the factor's rank (a seeded sample).
 _GUARD_CENTRES = 512
 # Fewer held-out duels than this estimate no calibration slope worth using (its se is
@@ -126,16 +127,8 @@ def laplace_posterior(
     # Only the lower triangle is filled: the Cholesky (and eigh) below read only it.
     h_beta *= n / len(rows)
     h_beta.diagonal().add_(n * penalty)
-    # H_beta = R R^T (its eigenvalues are >= n lam: no jitter needed), so
-    # Sigma = L^-T R^-T R^-1 L^-1 = F F^T with F = L^-T R^-T. A Cholesky, not an
-    # eigendecomposition: 15 s against 0.1 s at M = 2,000 on two cores.
-    r_inv_t, triangular = _inverse_root_t(h_beta, floor=n * penalty)  # R^-T
-    del h_beta  # each M x M temporary is fresh memory: 32 MB of page faults at M = 2,000
-    if triangular:
-        full = _upper_solve(lower.T, r_inv_t)
-    else:
-        full = torch.linalg.solve_triangular(lower.T, r_inv_t, upper=True)
-    del r_inv_t
+    full = _full_factor(lower, h_beta, floor=n * penalty)
+    del h_beta
     kept = _kept_columns(full, centres, trace_share)
     r = len(kept)
     factor = full[:, kept].cpu().numpy()
@@ -154,13 +147,13 @@ def laplace_posterior(
 def _add_gram(out: torch.Tensor, z: torch.Tensor) -> None:
     """The lower triangle of ``out += z^T z``, by column panels.
 
-    The Gram is symmetric, so each panel of ``_GRAM_BLOCK`` columns is formed from its
+    The Gram is symmetric, so each panel of ``_PANEL`` columns is formed from its
     diagonal block down only: 56 % of one GEMM's flops at M = 2,000. The upper
     triangle is left as it is (its readers read the lower one only).
     """
     m = z.shape[1]
-    for lo in range(0, m, _GRAM_BLOCK):
-        hi = min(lo + _GRAM_BLOCK, m)
+    for lo in range(0, m, _PANEL):
+        hi = min(lo + _PANEL, m)
         out[lo:, lo:hi].addmm_(z[:, lo:].T, z[:, lo:hi])
 
 
@@ -197,23 +190,25 @@ def _bracket_kernel(
     return kernel, duels, centres
 
 
-def _inverse_root_t(h_beta: torch.Tensor, floor: float) -> tuple[torch.Tensor, bool]:
-    """``R^-T`` for ``H_beta = R R^T`` (its lower triangle is read, the upper ignored),
-    and whether it is upper triangular.
+def _full_factor(lower: torch.Tensor, h_beta: torch.Tensor, floor: float) -> torch.Tensor:
+    """``F = L^-T R^-T`` for ``H_beta = R R^T`` (its lower triangle is read), so that
+    ``F F^T = L^-T H_beta^-1 L^-1 = Sigma``.
 
-    In exact arithmetic every eigenvalue of ``H_beta`` is at least ``floor`` (= n lam),
-    and the Gram of whitened rows keeps that to rounding. Should the Cholesky still
-    fail (a pathological ``K_MM``), the eigenvalues are clipped at that exact lower
-    bound, which changes only directions the round-off had spoiled.
+    ``H_beta``'s eigenvalues are >= ``floor`` (= n lam): no jitter is needed, and a
+    Cholesky, not an eigendecomposition (15 s against 0.1 s at M = 2,000 on two
+    cores), gives ``R``; both solves then have upper-triangular right-hand sides.
+    The Gram of whitened rows keeps the bound to rounding; should the Cholesky still
+    fail (a pathological ``K_MM``), the eigenvalues are clipped at that exact bound,
+    which changes only directions the round-off had spoiled.
     """
-    m = h_beta.shape[0]
     r_lower, info = torch.linalg.cholesky_ex(h_beta)
     if int(info) == 0:
-        eye = torch.eye(m, dtype=h_beta.dtype, device=h_beta.device)
-        return _upper_solve(r_lower.T, eye), True
+        eye = torch.eye(h_beta.shape[0], dtype=h_beta.dtype, device=h_beta.device)
+        return _upper_solve(lower.T, _upper_solve(r_lower.T, eye))
     values, vectors = torch.linalg.eigh(h_beta, UPLO="L")
     # H = V E V^T = (V E^1/2)(V E^1/2)^T: any R with R R^T = H gives the same F F^T.
-    return vectors / values.clamp_min(floor).sqrt()[None, :], False
+    r_inv_t = vectors / values.clamp_min(floor).sqrt()[None, :]
+    return torch.linalg.solve_triangular(lower.T, r_inv_t, upper=True)
 
 
 def _upper_solve(upper: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
@@ -224,8 +219,8 @@ def _upper_solve(upper: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     flops (two M^3 solves of the factor took ~0.09 s each at M = 2,000, ~0.055 s so).
     """
     out = torch.zeros_like(rhs)
-    for lo in range(0, rhs.shape[1], _GRAM_BLOCK):
-        hi = min(lo + _GRAM_BLOCK, rhs.shape[1])
+    for lo in range(0, rhs.shape[1], _PANEL):
+        hi = min(lo + _PANEL, rhs.shape[1])
         out[:hi, lo:hi] = torch.linalg.solve_triangular(upper[:hi, :hi], rhs[:hi, lo:hi],
                                                         upper=True)  # fmt: skip
     return out

@@ -187,7 +187,7 @@ def test_documented_output_sd_reader_matches_decision_sd(tmp_path, monkeypatch, 
 
 @pytest.mark.parametrize("block", [4, 13, 512])
 def test_data_term_by_lower_blocks_is_the_gram(monkeypatch, block):
-    monkeypatch.setattr(posterior, "_GRAM_BLOCK", block)
+    monkeypatch.setattr(posterior, "_PANEL", block)
     rng = np.random.default_rng(3)
     z = torch.as_tensor(rng.standard_normal((50, 13)))
     out = torch.ones((13, 13), dtype=torch.float64)  # it adds to what is there
@@ -242,7 +242,7 @@ def test_ill_conditioned_posterior_matches_a_40_digit_reference():
 
 @pytest.mark.parametrize("block", [4, 13, 512])
 def test_upper_solve_by_panels_is_the_triangular_solve(monkeypatch, block):
-    monkeypatch.setattr(posterior, "_GRAM_BLOCK", block)
+    monkeypatch.setattr(posterior, "_PANEL", block)
     rng = np.random.default_rng(5)
     upper = torch.as_tensor(np.triu(rng.standard_normal((13, 13))) + 4.0 * np.eye(13))
     rhs = torch.as_tensor(np.triu(rng.standard_normal((13, 13))))
