@@ -1,7 +1,11 @@
 """The repository's promises: quickstart commands, CI, pins, Procfile, no copied data."""
 
+import ast
 import hashlib
+import importlib.metadata
 import re
+import sys
+from pathlib import Path
 
 from prefshap_core.paths import data_dir, repo_root
 
@@ -63,3 +67,38 @@ def test_no_real_dataset_is_copied_into_the_repository():
     real = {digest(p) for p in shared.rglob("*.csv")}
     ours = [p for p in ROOT.rglob("*.csv") if ".venv" not in p.parts and ".git" not in p.parts]
     assert not [p for p in ours if digest(p) in real]
+
+
+OPTIONAL_IMPORTS = {"falkon"}  # the optional solver backend, not on PyPI (README "GPU")
+
+
+def _imported_top_level_modules(folder: Path) -> set[str]:
+    names: set[str] = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_third_party_import_of_the_product_is_pinned():
+    # A module the product imports but requirements.txt does not pin breaks a deploy
+    # that installs requirements.txt alone (the Procfile's), even when the test run
+    # passes because a test-only pin brought it along (scipy came with shapiq).
+    imported = set()
+    for folder in ("prefshap_core", "dashboard"):
+        imported |= _imported_top_level_modules(ROOT / folder)
+    third_party = imported - set(sys.stdlib_module_names) - {"prefshap_core", "dashboard"}
+    pinned = {
+        re.sub(r"[-_.]+", "-", line.split("==")[0]).lower()
+        for line in _pinned_lines("requirements.txt")
+    }
+    distributions = importlib.metadata.packages_distributions()
+    missing = {}
+    for module in sorted(third_party - OPTIONAL_IMPORTS):
+        names = {re.sub(r"[-_.]+", "-", d).lower() for d in distributions.get(module, [module])}
+        if not names & pinned:
+            missing[module] = sorted(names)
+    assert not missing, f"imported but not pinned in requirements.txt: {missing}"
