@@ -33,7 +33,9 @@ def candidate_kinds(kind: str, has_context: bool) -> list[str]:
 # its penalty. A C-GPM whose context lengthscales grow without bound is the GPM, so the
 # two searches would look for the same item lengthscales twice: on tennis the shared
 # ones fit the GPM better (validation log loss 0.6181 against its own search's 0.6229,
-# test ROC AUC 0.7107 against 0.7043) in 27 s instead of 68 s.
+# test ROC AUC 0.7107 against 0.7043) in 27 s instead of 68 s. Its penalty path ends
+# at the C-GPM's chosen penalty: the steps past it are the dearest (most CG
+# iterations), and on tennis seeds 0-4 the GPM's own path chose that same penalty.
 SHARED_SEARCH = {"gpm": "cgpm"}
 
 

@@ -275,14 +275,20 @@ def _train_within_budget(
 def shared_hyperparameters(model: PreferenceModel) -> dict[str, Any]:
     """The item hyperparameters ``model`` chose, as fixed parameters of another kind's
     estimator (``SHARED_SEARCH``): lengthscales as they are (not searched or refined
-    again) and the utility weight; the penalty is left to choose."""
+    again) and the utility weight. The penalty is chosen again, along ``model``'s own
+    path down to the penalty it chose (``model_choice.SHARED_SEARCH``)."""
     chosen = model.search_.chosen
     assert chosen is not None
+    path, iterations = model.path()
+    upto = [k for k, penalty in enumerate(path) if penalty >= chosen.penalty]
     return {
         "lengthscales": tuple(model.lengthscales_),
         "lengthscale_scale": None,
         "lengthscale_scales": None,
         "utility_weight": chosen.utility_weight,
+        # A fixed penalty (chosen.penalty is then it) overrides any path.
+        "penalty_path": tuple(path[k] for k in upto) or None,
+        "cg_iterations": tuple(iterations[k] for k in upto) or None,
     }
 
 

@@ -12,6 +12,7 @@ from prefshap_core.cli import main
 from prefshap_core.data.build import build_duel_data, load_directory
 from prefshap_core.data.duel_data import DuelData, split_duels
 from prefshap_core.datasets.synthetic import gpm_generated
+from prefshap_core.models.estimators import PreferenceModel
 from prefshap_core.models.model_file import load_model
 from prefshap_core.paths import repo_root
 from prefshap_core.workflow.settings import TrainSettings
@@ -111,13 +112,27 @@ def test_cli_default_is_auto_and_writes_the_chosen_model(tmp_path, capsys) -> No
 
 
 @pytest.mark.slow
-def test_auto_gpm_candidate_takes_the_cgpm_candidates_item_hyperparameters() -> None:
+def test_auto_gpm_candidate_takes_the_cgpm_candidates_item_hyperparameters(monkeypatch) -> None:
     """With context columns the GPM candidate is fitted at the C-GPM candidate's chosen
     item lengthscales and utility weight (one item search, not two); only its penalty
-    is chosen, on the same criterion as every other candidate's."""
+    is chosen, on the same criterion as every other candidate's, along the C-GPM's
+    path down to the C-GPM's chosen penalty."""
     data = load_directory(repo_root() / "sample_data")
     settings = TrainSettings(kind="auto", **QUICK)
+    fitted: dict[str, PreferenceModel] = {}
+    real_fit = PreferenceModel.fit
+
+    def recording_fit(self, *args, **kwargs):
+        fitted.setdefault(self.kind, self)  # the candidate (later: its CV AUC refits)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(PreferenceModel, "fit", recording_fit)
     report = train(data, settings).to_json()
+    monkeypatch.undo()
+    # The GPM's path ended at the C-GPM's chosen penalty, where the C-GPM's went on.
+    chosen_penalty = fitted["cgpm"].penalty_
+    assert min(p.penalty for p in fitted["cgpm"].search_.points) < chosen_penalty
+    assert min(p.penalty for p in fitted["gpm"].search_.points) == chosen_penalty
     candidates = {c["model"]: c for c in report["candidates"]}
     assert [c["model"] for c in report["candidates"]] == ["upm", "gpm", "cgpm"]
     assert report["chosen_model"] == min(
@@ -135,8 +150,10 @@ def test_auto_gpm_candidate_takes_the_cgpm_candidates_item_hyperparameters() -> 
         lengthscales=tuple(cgpm.lengthscales_),
         lengthscale_scales=None,  # the lengthscales as they are: no scale searched
         utility_weight=cgpm.search_.chosen.utility_weight,
+        penalty_path=tuple(p for p in cgpm.path()[0] if p >= cgpm.penalty_),
     )
     gpm.fit(data, split.train, split.validation, posterior=False)
+    assert min(p.penalty for p in gpm.search_.points) == cgpm.penalty_
     assert gpm.search_.chosen.validation_log_loss == pytest.approx(
         candidates["gpm"]["validation_log_loss"]
     )
