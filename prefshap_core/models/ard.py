@@ -125,13 +125,29 @@ def mean_log_loss(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     return (p * torch.logaddexp(zero, -f) + (1.0 - p) * torch.logaddexp(zero, f)).mean()
 
 
+@dataclass(frozen=True)
+class NewtonSystem:
+    """The Newton system at one ``alpha``: gradient, Hessian (jitter included), the step."""
+
+    grad: torch.Tensor
+    hessian: torch.Tensor
+    jitter: torch.Tensor
+    step: torch.Tensor
+
+
 def newton_step(
-    k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, alpha: torch.Tensor, penalty
+    k_nm: torch.Tensor,
+    k_mm: torch.Tensor,
+    y: torch.Tensor,
+    alpha: torch.Tensor,
+    penalty,
+    system: NewtonSystem | None = None,
 ) -> torch.Tensor:
     """The Newton step of the penalised logistic objective at ``alpha``, differentiable in
-    ``k_nm``, ``k_mm`` and ``penalty`` (``y`` and ``alpha`` are constants)."""
+    ``k_nm``, ``k_mm`` and ``penalty`` (``y`` and ``alpha`` are constants). ``system``:
+    the same step already solved at ``alpha`` (``fit_alpha``'s last), reused as it is."""
     penalty = torch.as_tensor(penalty, dtype=k_nm.dtype)
-    return _NewtonStep.apply(k_nm, k_mm, penalty, y, alpha.detach())
+    return _NewtonStep.apply(k_nm, k_mm, penalty, y, alpha.detach(), system)
 
 
 class _NewtonStep(torch.autograd.Function):
@@ -146,12 +162,12 @@ class _NewtonStep(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, k_nm, k_mm, penalty, y, alpha):
-        grad, hessian, jitter = _newton_system(k_nm, k_mm, y, alpha, penalty)
-        step = torch.linalg.solve(hessian, grad)
-        ctx.save_for_backward(k_nm, k_mm, penalty, y, alpha, step, hessian)
-        ctx.jitter = jitter
-        return step
+    def forward(ctx, k_nm, k_mm, penalty, y, alpha, system):
+        if system is None:
+            system = _solved_system(k_nm, k_mm, y, alpha, penalty)
+        ctx.save_for_backward(k_nm, k_mm, penalty, y, alpha, system.step, system.hessian)
+        ctx.jitter = system.jitter
+        return system.step.clone()
 
     @staticmethod
     def backward(ctx, step_bar):
@@ -168,7 +184,7 @@ class _NewtonStep(torch.autograd.Function):
         rest = alpha - step
         k_mm_bar = penalty * torch.outer(u, rest)
         penalty_bar = u @ (k_mm @ rest) - ctx.jitter * (u @ step)
-        return k_bar, k_mm_bar, penalty_bar, None, None
+        return k_bar, k_mm_bar, penalty_bar, None, None, None
 
 
 def _newton_system(
@@ -184,12 +200,11 @@ def _newton_system(
     return grad, hessian, jitter
 
 
-def _newton(
+def _solved_system(
     k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, alpha: torch.Tensor, penalty
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(Newton step, gradient) of the penalised logistic objective at ``alpha``."""
-    grad, hessian, _ = _newton_system(k_nm, k_mm, y, alpha, penalty)
-    return torch.linalg.solve(hessian, grad), grad
+) -> NewtonSystem:
+    grad, hessian, jitter = _newton_system(k_nm, k_mm, y, alpha, penalty)
+    return NewtonSystem(grad, hessian, jitter, torch.linalg.solve(hessian, grad))
 
 
 def penalised_objective(
@@ -202,7 +217,14 @@ def penalised_objective(
 def fit_alpha(
     k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, penalty: float, alpha: torch.Tensor
 ) -> torch.Tensor:
-    """The minimiser of the penalised objective (no gradients), Newton from ``alpha``.
+    """The minimiser of the penalised objective (no gradients), Newton from ``alpha``."""
+    return _fit_alpha(k_nm, k_mm, y, penalty, alpha)[0]
+
+
+def _fit_alpha(
+    k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, penalty: float, alpha: torch.Tensor
+) -> tuple[torch.Tensor, NewtonSystem | None]:
+    """The minimiser and the Newton system solved at it (None if the last was not).
 
     Each step is backtracked (Armijo) on the objective. It stops when the gradient is
     at rounding level: at small penalties the Hessian is nearly singular, and the
@@ -213,23 +235,23 @@ def fit_alpha(
     with torch.no_grad():
         value = penalised_objective(k_nm, k_mm, y, alpha, penalty)
         for _ in range(NEWTON_STEPS):
-            step, grad = _newton(k_nm, k_mm, y, alpha, penalty)
-            decrement = float(grad @ step)  # the squared Newton decrement (>= 0)
-            if float(grad.abs().max()) <= NEWTON_GRADIENT_TOLERANCE or not (
+            system = _solved_system(k_nm, k_mm, y, alpha, penalty)
+            decrement = float(system.grad @ system.step)  # the squared Newton decrement (>= 0)
+            if float(system.grad.abs().max()) <= NEWTON_GRADIENT_TOLERANCE or not (
                 decrement > NEWTON_TOLERANCE
             ):
-                break
+                return alpha, system
             t = 1.0
             while True:
-                trial = alpha - t * step
+                trial = alpha - t * system.step
                 trial_value = penalised_objective(k_nm, k_mm, y, trial, penalty)
                 if trial_value <= value - 1e-4 * t * decrement:
                     break
                 t *= 0.5
                 if t < 1e-10:  # no decrease left to find: the minimiser within rounding
-                    return alpha
+                    return alpha, system
             alpha, value = trial, trial_value
-    return alpha
+    return alpha, None
 
 
 @dataclass(frozen=True)
@@ -272,10 +294,12 @@ class ArdProblem:
         log_ls, log_ctx, log_penalty = self.unpack(theta)
         k_fit, k_mm, k_held = self.matrices(log_ls, log_ctx)
         penalty = torch.exp(log_penalty)
-        alpha = fit_alpha(k_fit.detach(), k_mm.detach(), self.y_fit, float(penalty.detach()), alpha)
+        alpha, system = _fit_alpha(
+            k_fit.detach(), k_mm.detach(), self.y_fit, float(penalty.detach()), alpha
+        )
         # One Newton step from the detached minimiser: the value is alpha, the gradient
-        # the implicit function theorem's.
-        alpha_theta = alpha - newton_step(k_fit, k_mm, self.y_fit, alpha, penalty)
+        # the implicit function theorem's. Its system is the inner fit's last, reused.
+        alpha_theta = alpha - newton_step(k_fit, k_mm, self.y_fit, alpha, penalty, system)
         return mean_log_loss(self.y_held_out, k_held @ alpha_theta), alpha
 
     def unpack(self, theta: torch.Tensor):

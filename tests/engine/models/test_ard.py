@@ -198,3 +198,26 @@ def test_newton_step_backward_is_autograds_through_the_hessian(ties):
             rtol=0,
             atol=0,
         )
+
+
+def test_reusing_the_inner_fits_last_newton_system_changes_nothing(
+    noisy_game, small_ard, monkeypatch
+):
+    """The objective's Newton step reuses the system the inner fit solved last (at the
+    alpha it returns): the value and gradient are bitwise those of solving it again."""
+    data = noisy_game
+    problem, _, _ = ard.ard_problem(_fitter(data), np.arange(data.n_duels), utility_weight=1.0)
+    start = np.concatenate([np.log(median_lengthscales(data.items)), [np.log(1e-3)]])
+
+    def value_and_gradient():
+        theta = torch.tensor(start, requires_grad=True)
+        value, _ = problem.objective(theta, torch.zeros(60, dtype=torch.float64))
+        value.backward()
+        return float(value.detach()), theta.grad
+
+    reused = value_and_gradient()
+    real = ard._fit_alpha
+    monkeypatch.setattr(ard, "_fit_alpha", lambda *args: (real(*args)[0], None))
+    solved_again = value_and_gradient()
+    assert reused[0] == solved_again[0]
+    assert torch.equal(reused[1], solved_again[1])
