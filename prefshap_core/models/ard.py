@@ -216,15 +216,9 @@ def penalised_objective(
 
 def fit_alpha(
     k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, penalty: float, alpha: torch.Tensor
-) -> torch.Tensor:
-    """The minimiser of the penalised objective (no gradients), Newton from ``alpha``."""
-    return _fit_alpha(k_nm, k_mm, y, penalty, alpha)[0]
-
-
-def _fit_alpha(
-    k_nm: torch.Tensor, k_mm: torch.Tensor, y: torch.Tensor, penalty: float, alpha: torch.Tensor
 ) -> tuple[torch.Tensor, NewtonSystem | None]:
-    """The minimiser and the Newton system solved at it (None if the last was not).
+    """The minimiser of the penalised objective (no gradients), Newton from ``alpha``,
+    and the Newton system solved at it (None when the last one solved was not).
 
     Each step is backtracked (Armijo) on the objective. It stops when the gradient is
     at rounding level: at small penalties the Hessian is nearly singular, and the
@@ -294,7 +288,7 @@ class ArdProblem:
         log_ls, log_ctx, log_penalty = self.unpack(theta)
         k_fit, k_mm, k_held = self.matrices(log_ls, log_ctx)
         penalty = torch.exp(log_penalty)
-        alpha, system = _fit_alpha(
+        alpha, system = fit_alpha(
             k_fit.detach(), k_mm.detach(), self.y_fit, float(penalty.detach()), alpha
         )
         # One Newton step from the detached minimiser: the value is alpha, the gradient

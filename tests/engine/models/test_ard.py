@@ -216,8 +216,8 @@ def test_reusing_the_inner_fits_last_newton_system_changes_nothing(
         return float(value.detach()), theta.grad
 
     reused = value_and_gradient()
-    real = ard._fit_alpha
-    monkeypatch.setattr(ard, "_fit_alpha", lambda *args: (real(*args)[0], None))
+    real = ard.fit_alpha
+    monkeypatch.setattr(ard, "fit_alpha", lambda *args: (real(*args)[0], None))
     solved_again = value_and_gradient()
     assert reused[0] == solved_again[0]
     assert torch.equal(reused[1], solved_again[1])
