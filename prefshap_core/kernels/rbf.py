@@ -39,14 +39,42 @@ def median_heuristic(x: np.ndarray, max_rows: int = 2000, seed: int = 0) -> np.n
     x = np.asarray(x, dtype=np.float64)
     if len(x) > max_rows:
         x = x[np.random.default_rng(seed).choice(len(x), max_rows, replace=False)]
-    out = np.ones(x.shape[1])
-    for j in range(x.shape[1]):
+    return np.array([_median_pair_difference(x[:, j]) for j in range(x.shape[1])])
+
+
+# Up to this many distinct values a column's pairs are counted per pair of values
+# (u^2 / 2 weighted differences) instead of listed (n^2): tennis's 14 item columns
+# have at most 52 values, and its three median heuristics of an auto training took
+# 2.4 s listed.
+_COUNTED_MAX_VALUES = 512
+
+
+def _median_pair_difference(column: np.ndarray) -> float:
+    """``np.median`` of ``|a_i - a_j|`` over the pairs of rows that differ (> 1e-12).
+
+    The same float: a pair of distinct values ``v_k < v_l`` stands for its
+    ``c_k c_l`` pairs of rows, each with difference ``v_l - v_k`` (the same rounding as
+    ``|a_i - a_j|``), and the middle one or two of the counted list are averaged as
+    ``np.median`` averages them.
+    """
+    values, counts = np.unique(column, return_counts=True)
+    if len(values) > _COUNTED_MAX_VALUES:
         # Every pair twice (the whole matrix, not its upper triangle): each value then
         # appears twice, which leaves the median exactly as it is (both middle values
         # of the doubled list are the pairs' middle ones), and skips the 2M-index
         # gather of the triangle (0.35 -> 0.19 s on 2,000 rows x 6 columns).
-        diffs = np.abs(x[:, j][:, None] - x[:, j][None, :]).ravel()
+        diffs = np.abs(column[:, None] - column[None, :]).ravel()
         diffs = diffs[diffs > 1e-12]  # also drops the diagonal's zeros
-        if len(diffs):
-            out[j] = float(np.median(diffs))
-    return out
+        return float(np.median(diffs)) if len(diffs) else 1.0
+    upper = np.triu_indices(len(values), 1)
+    diffs = (values[None, :] - values[:, None])[upper]
+    weights = (counts[:, None] * counts[None, :])[upper]
+    keep = diffs > 1e-12
+    diffs, weights = diffs[keep], weights[keep]
+    if not len(diffs):
+        return 1.0
+    order = np.argsort(diffs, kind="stable")
+    diffs, cumulative = diffs[order], np.cumsum(weights[order])
+    n_pairs = int(cumulative[-1])
+    middle = np.searchsorted(cumulative, [(n_pairs - 1) // 2, n_pairs // 2], side="right")
+    return float(np.mean(diffs[middle]))

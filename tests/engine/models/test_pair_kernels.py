@@ -341,14 +341,21 @@ def test_utility_weight_must_be_non_negative_and_upm_has_none(pools):
         make_kernel("upm", pools).parts()
 
 
-@pytest.mark.parametrize("n", [7, 8, 30])
-def test_median_heuristic_is_the_median_over_distinct_pairs(n):
+@pytest.mark.parametrize("counted_max_values", [512, 0])
+@pytest.mark.parametrize("n", [7, 8, 30, 301])
+def test_median_heuristic_is_the_median_over_distinct_pairs(n, counted_max_values, monkeypatch):
     """Against a loop over the pairs i < j (integer columns: many equal pairs, dropped;
-    n = 7 and 8 give odd and even counts of pairs)."""
+    n = 7 and 8 give odd and even counts of pairs; values 1e-13 apart count as equal),
+    bit for bit, whether the pairs are counted per pair of values or listed."""
+    from prefshap_core.kernels import rbf
     from prefshap_core.kernels.rbf import median_heuristic
 
+    monkeypatch.setattr(rbf, "_COUNTED_MAX_VALUES", counted_max_values)
     rng = np.random.default_rng(n)
-    x = np.column_stack([rng.normal(size=n), rng.integers(0, 3, n), np.full(n, 2.0)])
+    near = rng.integers(0, 4, n) + 1e-13 * rng.integers(0, 2, n)
+    x = np.column_stack(
+        [rng.normal(size=n), rng.integers(0, 3, n), np.full(n, 2.0), near, rng.integers(0, 9, n)]
+    )
     expected = []
     for col in x.T:
         pairs = [abs(col[i] - col[j]) for i in range(n) for j in range(i + 1, n)]
