@@ -81,18 +81,27 @@ class CholeskySolver:
         self, systems: Sequence[CMESystem], stats: EngineStats | None
     ) -> list[torch.Tensor]:
         r, c = systems[0].rhs.shape
-        grams = [s.gram if s.gram is not None else kernel(s.points, s.points) for s in systems]
-        root_w = torch.stack([s.weights.sqrt() for s in systems])  # (b, r)
-        a = root_w[:, :, None] * torch.stack(grams) * root_w[:, None, :]
-        ridge = torch.tensor([s.ridge for s in systems], dtype=a.dtype, device=a.device)
-        a.diagonal(dim1=-2, dim2=-1).add_(ridge[:, None])
+        if len(systems) == 1:  # the CPU's case: one new matrix, no stacked copies
+            s = systems[0]
+            root_w = s.weights.sqrt()
+            gram = s.gram if s.gram is not None else kernel(s.points, s.points)
+            a = (root_w[:, None] * gram).mul_(root_w[None, :])[None]
+            a.diagonal(dim1=-2, dim2=-1).add_(s.ridge)
+            rhs = s.rhs[None]
+        else:
+            grams = [s.gram if s.gram is not None else kernel(s.points, s.points) for s in systems]
+            root_ws = torch.stack([s.weights.sqrt() for s in systems])  # (b, r)
+            a = root_ws[:, :, None] * torch.stack(grams) * root_ws[:, None, :]
+            ridge = torch.tensor([s.ridge for s in systems], dtype=a.dtype, device=a.device)
+            a.diagonal(dim1=-2, dim2=-1).add_(ridge[:, None])
+            rhs = torch.stack([s.rhs for s in systems])
         with maybe_timed(stats, "cholesky", len(systems) * r**3 / 3.0):
             chol, info = torch.linalg.cholesky_ex(a)
             if bool((info != 0).any()):
                 chol = _cholesky_in_float64(a).to(a.dtype)
         checkpoint()  # and between a system's factorization and its solve
         with maybe_timed(stats, "solve", len(systems) * 2.0 * r * r * c):
-            x = torch.cholesky_solve(torch.stack([s.rhs for s in systems]), chol)
+            x = torch.cholesky_solve(rhs, chol)
         return list(x.unbind(0))
 
 
@@ -282,13 +291,14 @@ class CoalitionEmbedding(PoolBinding):
         if prep.by_centres:
             # x = A^-1 W^-1/2 mixed_t; middle(q) = (mixed(q) - c W^1/2 x(q)) / w(q) for pool q
             in_pool = co.q_cls < r
-            middle_t = torch.empty((len(co.q_cls), t), dtype=x.dtype, device=x.device)
             pool_q = c.index(co.q_cls[in_pool])
             w_q = root_w[pool_q][:, None]
-            middle_t[c.index(np.flatnonzero(in_pool))] = (
-                prep.mixed_q - self.ridge * w_q * x[pool_q]
-            ) / (w_q * w_q)
-            if not in_pool.all():
+            middle_pool = (prep.mixed_q - self.ridge * w_q * x[pool_q]) / (w_q * w_q)
+            if in_pool.all():  # the usual case: no query outside the pool's classes
+                middle_t = middle_pool
+            else:
+                middle_t = torch.empty((len(co.q_cls), t), dtype=x.dtype, device=x.device)
+                middle_t[c.index(np.flatnonzero(in_pool))] = middle_pool
                 extra = kernel(z[c.index(co.q_cls[~in_pool])], z[:r]) * root_w[None, :]
                 with maybe_timed(self.stats, "gemm", 2.0 * len(extra) * r * t):
                     middle_t[c.index(np.flatnonzero(~in_pool))] = extra @ x

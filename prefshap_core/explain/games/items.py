@@ -10,10 +10,13 @@ For distinct duels ``(a, b)`` between query items and every proper coalition ``S
 GPM's plus ``w`` times the UPM's, with the same coalition embeddings.)
 
 with ``G = Gamma_S(centres, queries)`` from :mod:`cme` (C-GPM: the context-averaged
-``alpha``). ``t(a, b) - t(b, a)`` is the bracket of docs/method.md written so that a duel
-and its swap are the same numbers subtracted the other way round. Centres are
-gathered, never re-evaluated: ``t(a, b) = sum_p G[p, a] R[p, b]`` over the distinct
-centre items ``p`` with ``R[p] = sum_{j: cl_j = p} alpha_j G[cr_j]``.
+``alpha``). Centres are gathered, never re-evaluated, and the bracket of
+docs/method.md is one bilinear form: ``t(a, b) - t(b, a) = G[:, a]' B G[:, b]`` with
+``B = A - A'`` antisymmetric, ``A[p, p']`` the summed ``alpha`` of the centres on the
+pair of centre items ``(p, p')``. So one sparse product ``R = B G`` and one dot per duel
+(the two brackets ``t(a, b)``, ``t(b, a)`` took two products and two dots). A duel is
+always evaluated as ``(min, max)`` of its query columns and signed: a duel and its swap
+are the same float negated, and a duel within one class is exactly 0.
 
 The boundary coalitions (empty, full) are not evaluated here: they are fixed by
 definition (0 and the model output, :meth:`ItemGame.boundary`).
@@ -73,16 +76,13 @@ class ItemGame:
             weight = 1.0 if self.kind == "upm" else fn.utility_weight
             self._utility = self.centres.utility(alpha, weight, compute)
         if self.kind != "upm":
-            # Centres repeating the same (left, right) pair share one alpha.
-            pairs, pair_index = np.unique(left * n_centre_rows + right, return_inverse=True)
-            summed = torch.zeros(len(pairs), dtype=alpha.dtype, device=alpha.device)
-            summed.index_add_(0, compute.index(pair_index.reshape(-1)), alpha)
-            # A[p, p'] = sum of alpha_j over centres with (cl_j, cr_j) = (p, p')
-            self._alpha_matrix = sparse_csr(
+            # B = A - A' (A[p, p']: the summed alpha of the centres on (p, p')); building
+            # the sparse matrix sums the centres that share a pair.
+            self._antisymmetric_alpha = sparse_csr(
                 compute,
-                pairs // n_centre_rows,
-                pairs % n_centre_rows,
-                summed,
+                np.concatenate([left, right]),
+                np.concatenate([right, left]),
+                torch.cat([alpha, -alpha]),
                 (n_centre_rows, n_centre_rows),
             )
         self.problem = CMEProblem.of(self.centres, cme_lambda)
@@ -113,26 +113,26 @@ class ItemGame:
         if self.kind == "upm":
             utility = self._utility @ gamma  # f_S of every query class
             return utility[a] - utility[b]
-        r = self._alpha_matrix @ gamma  # R[p] = sum_{j: cl_j = p} alpha_j Gamma[cr_j]
+        # Each duel as (lo, hi) of its query columns, signed: see the module docstring.
+        lo, hi = torch.minimum(a, b), torch.maximum(a, b)
+        sign = torch.sign(b - a).to(gamma.dtype)
+        r = self._antisymmetric_alpha @ gamma  # R = B G
         n_classes = gamma.shape[1]
         use_table = contraction == "table" or (
             contraction == "auto" and n_classes * n_classes < _TABLE_FACTOR * len(a)
         )
         if use_table:
-            table = gamma.T @ r  # t(x, y) for every pair of query classes
-            return table[a, b] - table[b, a]
+            table = gamma.T @ r  # the bracket for every pair of query classes
+            return sign * table[lo, hi]
         gamma_t, r_t = gamma.T.contiguous(), r.T.contiguous()
         step = max(1, _CHUNK_ELEMENTS // max(1, gamma.shape[0]))
-        parts = []
+        out = torch.empty(len(a), dtype=gamma.dtype, device=gamma.device)
         for s in range(0, len(a), step):
-            aa, bb = a[s : s + step], b[s : s + step]
             # Row gathers by index_select: ~20 % faster on the CPU than indexing.
-            t_ab = (gamma_t.index_select(0, aa) * r_t.index_select(0, bb)).sum(1)
-            t_ba = (gamma_t.index_select(0, bb) * r_t.index_select(0, aa)).sum(1)
-            parts.append(t_ab - t_ba)
-        if not parts:
-            return torch.zeros(0, dtype=gamma.dtype, device=gamma.device)
-        return torch.cat(parts)
+            rows = gamma_t.index_select(0, lo[s : s + step])
+            rows.mul_(r_t.index_select(0, hi[s : s + step]))
+            out[s : s + step] = rows.sum(1)
+        return out.mul_(sign)
 
 
 class _BoundItemGame:

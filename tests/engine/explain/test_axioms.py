@@ -18,7 +18,7 @@ import pytest
 
 from prefshap_core.compute import Compute
 from prefshap_core.explain import Explainer, ExplainOptions, Shapley
-from prefshap_core.explain.games.items import item_coalition_values
+from prefshap_core.explain.games.items import ItemGame, item_coalition_values
 from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.explain.shapley.coalitions import all_coalitions, bits_from_masks
 from prefshap_core.explain.shapley.sampled import SampledShapley
@@ -66,8 +66,10 @@ def test_efficiency_context_and_sampled():
     assert sampled.efficiency_gap() < 1e-10
 
 
+@pytest.mark.parametrize("contraction", ["gather", "table"])
 @pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
-def test_antisymmetry_is_exact(kind):
+def test_antisymmetry_is_exact(kind, contraction, monkeypatch):
+    monkeypatch.setattr(ItemGame, "contraction", contraction)
     fn = random_preference_function(kind, n_items=12, groups=GROUPS, seed=5)
     left, right = duels(12, 9, seed=6)
     both = item_explanation(fn, np.r_[left, right], np.r_[right, left])
