@@ -293,7 +293,9 @@ class CoalitionEmbedding(PoolBinding):
             in_pool = co.q_cls < r
             pool_q = c.index(co.q_cls[in_pool])
             w_q = root_w[pool_q][:, None]
-            middle_pool = (prep.mixed_q - self.ridge * w_q * x[pool_q]) / (w_q * w_q)
+            # (mixed_q - ridge w_q x_q) / w_q^2, in place on the gathered rows (the same
+            # roundings: only a negation moved).
+            middle_pool = x[pool_q].mul_(-self.ridge * w_q).add_(prep.mixed_q).div_(w_q * w_q)
             if in_pool.all():  # the usual case: no query outside the pool's classes
                 middle_t = middle_pool
             else:
@@ -308,9 +310,14 @@ class CoalitionEmbedding(PoolBinding):
             with maybe_timed(self.stats, "gemm", 2.0 * x.shape[1] * r * t):
                 middle_t = x.T @ (prep.mixed_t / root_w[:, None])
         with maybe_timed(self.stats, "gather"):
-            p_cls, p_row = np.unique(co.labels[universe.centre_rows], return_inverse=True)
-            k_pq = kernel(z[c.index(p_cls)], z[c.index(co.q_cls)])[c.index(p_row.reshape(-1))]
-            gamma = k_pq * middle_t.T[c.index(co.sc_row)]
+            centre_cls = co.labels[universe.centre_rows]
+            p_cls, p_row = np.unique(centre_cls, return_inverse=True)
+            z_q = z[c.index(co.q_cls)]
+            if 2 * len(p_cls) > len(centre_cls):  # few centres share a class: no gather
+                k_pq = kernel(z[c.index(centre_cls)], z_q)
+            else:
+                k_pq = kernel(z[c.index(p_cls)], z_q)[c.index(p_row.reshape(-1))]
+            gamma = k_pq.mul_(middle_t.T[c.index(co.sc_row)])
         return gamma, co.q_col
 
 
