@@ -152,7 +152,7 @@ class _ItemBrackets:
     def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
         return self.from_gammas(self.embedding.gammas(masks, self.universe), rows)
 
-    def _gathered(self, n_rows: int, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _gather_buffers(self, n_rows: int, m: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Two (rows, M) buffers for the gathered tables, kept across coalitions."""
         if self._buffers is None or self._buffers[0].shape != (n_rows, m):
             c = self.compute
@@ -197,7 +197,7 @@ class _ItemBrackets:
                 if fn.utility_weight != 0:
                     at_l += fn.utility_weight
                     at_r += fn.utility_weight
-                left, right = self._gathered(len(rows), m)
+                left, right = self._gather_buffers(len(rows), m)
                 torch.index_select(at_l, 0, a, out=left)
                 torch.index_select(at_r, 0, b, out=right)
                 torch.mul(left, right, out=pair)
@@ -319,16 +319,6 @@ class _ContextBrackets:
 
     def coalitions(self, masks: np.ndarray, rows: np.ndarray) -> torch.Tensor:
         return self.from_gammas(self.embedding.gammas(masks, self.universe), rows)
-
-    def _gathered(self, n_rows: int, m: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Two (rows, M) buffers for the gathered tables, kept across coalitions."""
-        if self._buffers is None or self._buffers[0].shape != (n_rows, m):
-            c = self.compute
-            self._buffers = tuple(
-                torch.empty((n_rows, m), dtype=c.torch_dtype, device=c.torch_device)
-                for _ in range(2)
-            )
-        return self._buffers
 
     def from_gammas(
         self, gammas, rows: np.ndarray, out: torch.Tensor | None = None
