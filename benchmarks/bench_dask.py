@@ -38,10 +38,11 @@ import sys
 import time
 from pathlib import Path
 
-# Idle OpenMP threads spin by default, fighting OpenBLAS's for the 2 shared cores (a
-# 3-8x slowdown here); workers inherit the setting.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so workers inherit the product's settings.
+import prefshap_core  # noqa: F401
 
+# isort: split
 import numpy as np
 import torch
 from bench_scale import website_problem

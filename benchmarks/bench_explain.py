@@ -20,6 +20,11 @@ import os
 import time
 from pathlib import Path
 
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so timings are the product's.
+import prefshap_core  # noqa: F401
+
+# isort: split
 import torch
 from bench_explain_engine import _parts, gemm_rate
 

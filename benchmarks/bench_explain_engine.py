@@ -20,10 +20,10 @@ model file gives; no training):
 Prints seconds per problem and precision, then per part of the engine: seconds and
 achieved GFLOP/s of the Cholesky, the triangular solves and the GEMM (flops counted
 by the engine), next to this machine's GEMM rate measured here. Seconds depend on
-what else runs on the machine: the load average is printed with them. On a shared
-machine run with ``OMP_WAIT_POLICY=PASSIVE`` (or ``--threads 1``): OpenMP threads
-that spin while another process holds the other core make every small tensor
-operation many times slower (measured here: 97 s instead of 24 s at load 5).
+what else runs on the machine: the load average is printed with them. OpenMP
+threads wait as the package sets them (``prefshap_core.OPENMP_DEFAULTS``: passive after
+a short spin); long spins while another process holds the other core made every small
+tensor operation many times slower (97 s instead of 24 s at load 5).
 
 The trained Pokémon model against the hardware limit (frozen flop count / GEMM rate),
 before and after a change, CLI and dashboard modes: ``bench_explain_limit.py``.
@@ -35,6 +35,11 @@ import argparse
 import os
 import time
 
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so timings are the product's.
+import prefshap_core  # noqa: F401
+
+# isort: split
 import numpy as np
 import torch
 

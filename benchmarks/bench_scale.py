@@ -27,8 +27,8 @@ subset (of coalitions, of duel columns, of expanded context rows) and scaled by 
 cost model; the note column says how. A second table compares CG preconditioners
 (iterations to a 1e-8 relative residual) and warm starts.
 
-Seconds depend on the machine's load, printed with them; on a shared machine run with
-``OMP_WAIT_POLICY=PASSIVE``.
+Seconds depend on the machine's load, printed with them (OpenMP waits: the package's
+defaults, ``prefshap_core.OPENMP_DEFAULTS``).
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so timings are the product's.
+import prefshap_core  # noqa: F401
+
+# isort: split
 import numpy as np
 import torch
 

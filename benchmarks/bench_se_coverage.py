@@ -20,6 +20,11 @@ from __future__ import annotations
 
 import argparse
 
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so timings are the product's.
+import prefshap_core  # noqa: F401
+
+# isort: split
 import numpy as np
 import torch
 from legacy_kernel_shapley import KernelShapley, sample_paired_coalitions

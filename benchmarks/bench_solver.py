@@ -25,6 +25,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so timings are the product's.
+import prefshap_core  # noqa: F401
+
+# isort: split
 import numpy as np
 import torch
 

@@ -31,6 +31,11 @@ import statistics
 import time
 from collections import Counter, defaultdict
 
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so timings are the product's.
+import prefshap_core  # noqa: F401
+
+# isort: split
 import numpy as np
 import torch
 

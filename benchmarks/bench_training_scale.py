@@ -32,8 +32,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+# The environment as given, before prefshap_core (imported below) adds its OpenMP
+# defaults: each checkout's runs get their own engine's defaults, not this one's.
+GIVEN_ENVIRONMENT = dict(os.environ)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_large_duels import write_large_upload
+from make_large_duels import write_large_upload  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1]
 DEFAULT_CASES = "pokemon,tennis,g1000x500,g3000x1800,g10000x2000"
@@ -54,7 +58,7 @@ def _source(case: str, tmp: Path) -> str:
 
 
 def _train(code: Path, source: str, model: str, out: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(code)}
+    env = {**GIVEN_ENVIRONMENT, "PYTHONPATH": str(code)}
     command = ["/usr/bin/time", "-v", sys.executable, "-m", "prefshap_core.cli", "train",
                "--quiet", "--data", source, "--model", model, "--out", str(out)]  # fmt: skip
     # cwd = the checkout: ``python -m`` puts the working directory before PYTHONPATH.

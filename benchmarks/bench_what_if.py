@@ -17,6 +17,11 @@ import os
 import time
 from pathlib import Path
 
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so timings are the product's.
+import prefshap_core  # noqa: F401
+
+# isort: split
 import numpy as np
 import torch
 

@@ -13,21 +13,22 @@ file alone, without this script (no session set-up, no import path).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
-
-# Before torch loads OpenMP: threads that spin while waiting make every small torch
-# op many times slower when the cores are shared (training and explaining run in
-# background threads next to the server, often two at once). Measured on a busy
-# 2-core host: the demo's training took 10-40 s with spinning, 1.5-2 s without.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the repository
 # root; the root is needed to import `dashboard.*` and an uninstalled `prefshap_core`.
 _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
+
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``). Training and explaining run in background threads
+# next to the server, often two at once; threads that spin for long made the demo's
+# training take 10-40 s instead of 1.5-2 s on a busy 2-core host.
+import prefshap_core  # noqa: E402, F401
+
+# isort: split
 
 import streamlit as st  # noqa: E402
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# OpenMP threads that spin while waiting make every small torch op many times slower
-# when the cores are shared (parallel test workers, a busy CI host); must be set
-# before torch loads its OpenMP runtime.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# First, before torch loads OpenMP: the package sets how OpenMP threads wait
+# (``prefshap_core.OPENMP_DEFAULTS``), so the tests run with the product's settings.
+import prefshap_core  # noqa: F401
 
+# isort: split
 import pytest
 
 from prefshap_core.paths import DATA_DIR_ENV
