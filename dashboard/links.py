@@ -69,11 +69,29 @@ def _unavailable(name: str) -> str:
     return f"The linked dataset {md(repr(name))} is not available here."
 
 
+def _browser_link() -> dict[str, str]:
+    """The link parameters of the URL this run came with (or has written so far)."""
+    return {k: st.query_params[k] for k in PARAMS if k in st.query_params}
+
+
 def apply() -> None:
-    """Open the view a new URL describes (dataset, model, selections)."""
-    params = {k: st.query_params[k] for k in PARAMS if k in st.query_params}
-    if not params or params == state.link_seen():
+    """Open the view a new URL describes (dataset, model, selections).
+
+    Not new: the URL this session last wrote or applied, and the URL its last write
+    replaced while the browser may not have the new one yet. A run the browser asks for
+    (a click) carries the browser's URL of that moment, and a click that lands while
+    a run is still sending its URL change carries the URL from before it: applying that
+    would undo the user's last choice (a player picked, then "Losses" clicked at once,
+    showed the previous player's duels).
+    """
+    params = _browser_link()
+    state.set_arrived_link(params)
+    if params == state.link_seen():
+        state.set_replaced_link(None)  # the browser has this session's URL
         return
+    if not params or params == state.replaced_link():
+        return
+    state.set_replaced_link(None)
     state.remember_link(params)
     state.set_link_pending(params)
     loaded = state.active()
@@ -140,6 +158,9 @@ def write(**view: str | None) -> None:
     params = _params(view)
     if params != {k: st.query_params[k] for k in st.query_params}:
         st.query_params.from_dict(params)
+    arrived = state.arrived_link()
+    if params != arrived:
+        state.set_replaced_link(arrived)  # what a click racing this change still carries
     state.remember_link(params)
 
 

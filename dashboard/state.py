@@ -325,6 +325,28 @@ def remember_link(params: dict[str, str]) -> None:
     st.session_state[_LINK] = dict(params)
 
 
+_LINK_ARRIVED = "link_arrived"  # dict[str, str]: the link parameters this run came with
+_LINK_REPLACED = "link_replaced"  # dict[str, str]: the URL this session's last write replaced
+
+
+def arrived_link() -> dict[str, str]:
+    return st.session_state.get(_LINK_ARRIVED, {})
+
+
+def set_arrived_link(params: dict[str, str]) -> None:
+    st.session_state[_LINK_ARRIVED] = dict(params)
+
+
+def replaced_link() -> dict[str, str] | None:
+    """The browser's URL before this session's last change of it, until a run shows
+    that the browser has the new one (None then)."""
+    return st.session_state.get(_LINK_REPLACED)
+
+
+def set_replaced_link(params: dict[str, str] | None) -> None:
+    st.session_state[_LINK_REPLACED] = None if params is None else dict(params)
+
+
 _LINK_PENDING = "link_pending"  # dict[str, str]: a new URL's parameters not yet used
 
 
