@@ -23,6 +23,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prefshap_core.errors import MemoryBudgetError
@@ -57,7 +58,7 @@ def physical_memory_bytes() -> int:
     total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     for limit_file in _cgroup_limit_files():
         with contextlib.suppress(OSError, ValueError):
-            text = open(limit_file, encoding="ascii").read().strip()  # noqa: SIM115
+            text = Path(limit_file).read_text(encoding="ascii").strip()
             if text.isdigit() and 0 < int(text) < total:
                 total = int(text)
     return int(total)
@@ -71,7 +72,7 @@ def _cgroup_limit_files() -> list[str]:
     """
     files = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
     with contextlib.suppress(OSError):
-        for line in open("/proc/self/cgroup", encoding="ascii").read().splitlines():  # noqa: SIM115
+        for line in Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines():
             _, controllers, path = line.split(":", 2)
             if controllers == "":  # v2: the unified hierarchy
                 base, name = "/sys/fs/cgroup", "memory.max"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +19,23 @@ from prefshap_core.solvers import logistic
 from prefshap_core.workflow.explaining import explain_duels
 from prefshap_core.workflow.settings import TrainSettings
 from prefshap_core.workflow.training import train, training_sizes
+
+
+def test_physical_memory_reads_cgroup_limits_and_closes_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    total = budget.physical_memory_bytes()
+    lower = tmp_path / "memory.max"
+    lower.write_text(f"{total // 2}\n", encoding="ascii")
+    unlimited = tmp_path / "unlimited"
+    unlimited.write_text("max\n", encoding="ascii")
+    files = [str(unlimited), str(tmp_path / "missing"), str(lower)]
+    monkeypatch.setattr(budget, "_cgroup_limit_files", lambda: files)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        assert budget.physical_memory_bytes() == total // 2  # the lower limit wins
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
 
 
 def test_budget_defaults_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
