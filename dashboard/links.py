@@ -70,7 +70,7 @@ def _unavailable(name: str) -> str:
 
 
 def _browser_link() -> dict[str, str]:
-    """The link parameters of the URL this run came with (or has written so far)."""
+    """The link parameters of the URL this run came with, until :func:`write` changes it."""
     return {k: st.query_params[k] for k in PARAMS if k in st.query_params}
 
 
@@ -85,7 +85,6 @@ def apply() -> None:
     showed the previous player's duels).
     """
     params = _browser_link()
-    state.set_arrived_link(params)
     if params == state.link_seen():
         state.set_replaced_link(None)  # the browser has this session's URL
         return
@@ -154,13 +153,17 @@ def url(page: pages.View, **view: str | None) -> str:
 
 
 def write(**view: str | None) -> None:
-    """Put the current view into the URL: dataset and model, plus the page's own state."""
+    """Put the current view into the URL: dataset and model, plus the page's own state.
+
+    Once per run (each page writes in one place per branch), so the URL it replaces is
+    the one the run came with: what a click racing this change still carries.
+    """
     params = _params(view)
+    arrived = _browser_link()
     if params != {k: st.query_params[k] for k in st.query_params}:
         st.query_params.from_dict(params)
-    arrived = state.arrived_link()
     if params != arrived:
-        state.set_replaced_link(arrived)  # what a click racing this change still carries
+        state.set_replaced_link(arrived)
     state.remember_link(params)
 
 

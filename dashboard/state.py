@@ -325,16 +325,7 @@ def remember_link(params: dict[str, str]) -> None:
     st.session_state[_LINK] = dict(params)
 
 
-_LINK_ARRIVED = "link_arrived"  # dict[str, str]: the link parameters this run came with
 _LINK_REPLACED = "link_replaced"  # dict[str, str]: the URL this session's last write replaced
-
-
-def arrived_link() -> dict[str, str]:
-    return st.session_state.get(_LINK_ARRIVED, {})
-
-
-def set_arrived_link(params: dict[str, str]) -> None:
-    st.session_state[_LINK_ARRIVED] = dict(params)
 
 
 def replaced_link() -> dict[str, str] | None:
