@@ -31,6 +31,11 @@ def new_app() -> AppTest:
     return at
 
 
+def active_dataset(at: AppTest):
+    """The session's active ``state.LoadedData`` (after a run)."""
+    return at.session_state["datasets"][at.session_state["active_dataset"]]
+
+
 def jobs(at: AppTest) -> dict:
     try:
         return at.session_state["jobs"]

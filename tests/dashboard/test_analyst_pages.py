@@ -9,6 +9,7 @@ import pytest
 
 from prefshap_core.analysis.head_to_head import most_active_pair, pair_preference
 from tests.dashboard.apptest import (
+    active_dataset,
     assert_clean,
     goto,
     new_app,
@@ -18,12 +19,8 @@ from tests.dashboard.apptest import (
 )
 
 
-def _loaded(at):
-    return at.session_state["datasets"][at.session_state["active_dataset"]]
-
-
 def _model(at):
-    return at.session_state["models"][_loaded(at).fingerprint]
+    return at.session_state["models"][active_dataset(at).fingerprint]
 
 
 def _p(at, label_start: str) -> float:
@@ -36,7 +33,7 @@ def test_head_to_head_defaults_to_the_most_active_pair() -> None:
     at = goto(new_app(), "head_to_head")
     assert_clean(at)
     assert [t.value for t in at.title] == ["Head-to-head"]
-    data = _loaded(at).data
+    data = active_dataset(at).data
     a, b = most_active_pair(data)
     labels = dict(zip(data.item_ids, data.labels, strict=True))
     fn = _model(at).result.function
@@ -54,7 +51,7 @@ def test_head_to_head_defaults_to_the_most_active_pair() -> None:
 
 def test_what_if_edit_changes_the_probability() -> None:
     at = goto(new_app(), "head_to_head")
-    data = _loaded(at).data
+    data = active_dataset(at).data
     a, _ = most_active_pair(data)
     before = next(m for m in at.metric if m.label.startswith("P(")).value
     box = next(n for n in at.number_input if n.key.endswith(f":a:{a}:x0"))
@@ -68,7 +65,7 @@ def test_what_if_edit_changes_the_probability() -> None:
 
 def test_a_deep_link_opens_a_pair() -> None:
     at = new_app()
-    data = _loaded(at).data
+    data = active_dataset(at).data
     a, b = str(data.item_ids[5]), str(data.item_ids[9])
     at.query_params["dataset"] = "demo"
     at.query_params["a"] = a
@@ -84,7 +81,7 @@ def test_rankings_table_and_its_export() -> None:
     assert_clean(at)
     assert [t.value for t in at.title] == ["Rankings"]
     table = at.dataframe[0].value
-    data = _loaded(at).data
+    data = active_dataset(at).data
     assert len(table) == data.n_items
     p = table["mean P(win) vs pool"].str.removesuffix(" %").astype(float).to_numpy()
     assert np.all(np.diff(p) <= 0)
@@ -114,7 +111,7 @@ def test_rankings_per_context_and_bradley_terry_without_a_baseline() -> None:
     ranked = at.dataframe[0].value
     from prefshap_core.analysis.rankings import rankings
 
-    data, model = _loaded(at).data, _model(at)
+    data, model = active_dataset(at).data, _model(at)
     expected = rankings(model.result.function, data).table
     expected = expected.sort_values(["p_mean[venue = indoor]", "item_id"],
                                     ascending=[False, True], kind="stable")  # fmt: skip
@@ -127,12 +124,12 @@ def _layout(at, k: int) -> dict:
 
 
 def _fp(at) -> str:
-    return _loaded(at).fingerprint
+    return active_dataset(at).fingerprint
 
 
 def test_duel_page_accepts_a_vs_b_by_names() -> None:
     at = goto(new_app(), "duel")
-    data = _loaded(at).data
+    data = active_dataset(at).data
     k = 40
     a, b = str(data.labels[data.left[k]]), str(data.labels[data.right[k]])
     box = next(t for t in at.text_input if t.label.startswith("Duel id"))
@@ -156,7 +153,7 @@ def test_opponents_filter_narrows_a_players_duels() -> None:
     choices = at.selectbox(key=key).options
     assert choices[0] == "all opponents"
     opponent = at.selectbox(key=key)
-    data = _loaded(at).data
+    data = active_dataset(at).data
     from prefshap_core.workflow.items import item_record
 
     table = item_record(data, item).duels
@@ -193,7 +190,7 @@ def test_group_view_from_side_a_with_a_numeric_range() -> None:
     at.number_input(key="explain:cap").set_value(60)
     at = settle(at)
     assert_clean(at)
-    data = _loaded(at).data
+    data = active_dataset(at).data
     from prefshap_core.analysis.groups import ItemCondition, duels_between, group_record, item_mask
 
     mask = item_mask(data, ItemCondition("x0", ">", 0.5))
@@ -209,7 +206,7 @@ def test_group_view_from_side_a_with_a_numeric_range() -> None:
 
 def test_a_deep_link_opens_a_players_losses() -> None:
     at = new_app()
-    data = _loaded(at).data
+    data = active_dataset(at).data
     item = str(data.item_ids[3])
     at.query_params["player"] = item
     at.query_params["view"] = "losses"
@@ -244,7 +241,7 @@ def test_head_to_head_per_context_on_a_cgpm() -> None:
     next(b for b in at.button if b.label == "Train").click()
     at = goto(settle(at), "head_to_head")
     assert_clean(at)
-    data, fn = _loaded(at).data, _model(at).result.function
+    data, fn = active_dataset(at).data, _model(at).result.function
     a, b = most_active_pair(data)
     pref = pair_preference(fn, data.items[[data.item_index(a)]], data.items[[data.item_index(b)]])
     table = next(d.value for d in at.dataframe if "observed context value" in d.value.columns)

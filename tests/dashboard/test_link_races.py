@@ -8,11 +8,7 @@ link it undid the pick (the fresh-clone CI once showed the previous player's due
 
 from __future__ import annotations
 
-from tests.dashboard.apptest import assert_clean, goto, new_app
-
-
-def _fingerprint(at) -> str:
-    return at.session_state["datasets"][at.session_state["active_dataset"]].fingerprint
+from tests.dashboard.apptest import active_dataset, assert_clean, goto, new_app
 
 
 def _link(at) -> dict[str, str]:
@@ -20,13 +16,12 @@ def _link(at) -> dict[str, str]:
 
 
 def _items(at) -> list[str]:
-    loaded = at.session_state["datasets"][at.session_state["active_dataset"]]
-    return [str(i) for i in loaded.data.item_ids]
+    return [str(i) for i in active_dataset(at).data.item_ids]
 
 
 def test_a_click_carrying_the_url_before_a_pick_keeps_the_pick() -> None:
     at = goto(new_app(), "players")
-    fp = _fingerprint(at)
+    fp = active_dataset(at).fingerprint
     player = at.selectbox(key=f"players:item:{fp}")
     first = player.value
     assert _link(at) == {"player": first, "view": "all"}
@@ -45,7 +40,7 @@ def test_a_click_carrying_the_url_before_a_pick_keeps_the_pick() -> None:
 
 def test_a_new_url_in_the_same_session_still_opens_its_view() -> None:
     at = goto(new_app(), "players")
-    fp = _fingerprint(at)
+    fp = active_dataset(at).fingerprint
     player = at.selectbox(key=f"players:item:{fp}")
     first = player.value
     picked, linked = [i for i in _items(at) if i != first][:2]

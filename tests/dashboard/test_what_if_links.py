@@ -7,11 +7,7 @@ from urllib.parse import parse_qs, urlencode
 from dashboard import links
 from prefshap_core.analysis.covariates import encode_covariates, raw_covariates
 from prefshap_core.analysis.head_to_head import most_active_pair, pair_preference
-from tests.dashboard.apptest import assert_clean, goto, new_app, settle
-
-
-def _loaded(at):
-    return at.session_state["datasets"][at.session_state["active_dataset"]]
+from tests.dashboard.apptest import active_dataset, assert_clean, goto, new_app, settle
 
 
 def test_edits_param_round_trips_hostile_names_through_a_url() -> None:
@@ -28,7 +24,7 @@ def test_edits_param_round_trips_hostile_names_through_a_url() -> None:
 
 def test_an_edit_goes_into_the_url_and_a_link_reopens_it() -> None:
     at = goto(new_app(), "head_to_head")
-    data = _loaded(at).data
+    data = active_dataset(at).data
     a, b = most_active_pair(data)
     box = next(n for n in at.number_input if n.key.endswith(f":a:{a}:x0"))
     target = box.max if abs(box.value - box.max) > abs(box.value - box.min) else box.min
@@ -52,7 +48,7 @@ def test_an_edit_goes_into_the_url_and_a_link_reopens_it() -> None:
     assert "(edited)" in metric.label and metric.value == edited.value
     raw = {**raw_covariates(data, a), "x0": target}
     expected = pair_preference(
-        at.session_state["models"][_loaded(at).fingerprint].function,
+        at.session_state["models"][active_dataset(at).fingerprint].function,
         encode_covariates(data, raw), data.items[[data.item_index(b)]],
     )  # fmt: skip
     assert metric.value == f"{100 * expected.p_average:.1f} %"
