@@ -13,6 +13,8 @@ def test_streamlit_config_binds_loopback_by_default() -> None:
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["address"] == "127.0.0.1"
     assert config["client"]["showErrorDetails"] == "none"
+    # deep links set widget state before the widget's default on purpose (links.py)
+    assert config["global"]["disableWidgetStateDuplicationWarning"] is True
 
 
 def test_readme_launch_uses_the_default_and_says_so() -> None:
