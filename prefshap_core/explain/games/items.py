@@ -41,8 +41,10 @@ from prefshap_core.explain.options import CholeskyOptions
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.progress import checkpoint
 
-# Elements per temporary (duels x centres) in the per-duel contraction.
-_CHUNK_ELEMENTS = 1 << 22
+# Elements per temporary (duels x centre rows) in the per-duel contraction: 1 MB, so
+# a block's two gathers stay in cache for its product and sum (Pokémon: 1.5x faster
+# than 32 MB blocks; each duel's dot product is the same float either way).
+_CHUNK_ELEMENTS = 1 << 17
 # The pairwise table T = G' R (q' x q') beats per-duel dot products when
 # q'^2 is below this many times the number of duels (GEMM flops are much cheaper
 # than gathered ones).
