@@ -1,7 +1,7 @@
 """Calibration and cost of the Laplace posterior (docs/method.md, "Uncertainty").
 
     python benchmarks/bench_uncertainty.py                 # 5 seeds per generator
-    python benchmarks/bench_uncertainty.py --seeds 2 --centres 300
+    python benchmarks/bench_uncertainty.py --seeds 2 --centres 500   # faster
     python benchmarks/bench_uncertainty.py --pokemon       # + explain cost on Pokémon
 
 Calibration: a GPM is trained on duels drawn from ``sigmoid(g_true)`` and the 90 %
@@ -143,7 +143,7 @@ def pokemon_cost(centres: int, n_duels: int = 1000) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--centres", type=int, default=500)
+    parser.add_argument("--centres", type=int, default=GPM().n_centres, help="the product's")
     parser.add_argument("--pokemon", action="store_true")
     parser.add_argument("--pokemon-centres", type=int, default=2000)
     parser.add_argument("--skip-calibration", action="store_true")
