@@ -35,6 +35,7 @@ from prefshap_core.progress import checkpoint
 MAX_PHI_ELEMENTS = 1 << 25  # (p, duels, M) float64 held at once: 256 MB
 _MAX_BRACKET_ELEMENTS = 1 << 24  # (coalitions, duels, M) brackets per GEMM: 128 MB
 _BRACKET_BLOCK_ELEMENTS = 1 << 18  # (duels, M) gathered per block: 2 MB, in cache
+_MIN_BRACKET_BLOCK_ROWS = 64  # but never tiny blocks (large M)
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ class _ItemBrackets:
         if out is None:
             out = torch.empty((len(gammas), len(rows), m), dtype=c.torch_dtype,
                               device=c.torch_device)  # fmt: skip
-        step = max(1, _BRACKET_BLOCK_ELEMENTS // max(1, m))
+        step = max(_MIN_BRACKET_BLOCK_ROWS, _BRACKET_BLOCK_ELEMENTS // max(1, m))
         for k, (gamma, query_column) in enumerate(gammas):
             at_l, at_r = self._tables(gamma)
             a = c.index(query_column[self.batch.left[rows]])

@@ -43,8 +43,10 @@ from prefshap_core.progress import checkpoint
 
 # Elements per temporary (duels x centre rows) in the per-duel contraction: 1 MB, so
 # a block's two gathers stay in cache for its product and sum (Pokémon: 1.5x faster
-# than 32 MB blocks; each duel's dot product is the same float either way).
+# than 32 MB blocks; each duel's dot product is the same float either way), but at
+# least _MIN_CHUNK_ROWS duels, so many centre rows never mean a loop of tiny blocks.
 _CHUNK_ELEMENTS = 1 << 17
+_MIN_CHUNK_ROWS = 64
 # The pairwise table T = G' R (q' x q') beats per-duel dot products when
 # q'^2 is below this many times the number of duels (GEMM flops are much cheaper
 # than gathered ones).
@@ -127,7 +129,7 @@ class ItemGame:
             table = gamma.T @ r  # the bracket for every pair of query classes
             return sign * table[lo, hi]
         gamma_t, r_t = gamma.T.contiguous(), r.T.contiguous()
-        step = max(1, _CHUNK_ELEMENTS // max(1, gamma.shape[0]))
+        step = max(_MIN_CHUNK_ROWS, _CHUNK_ELEMENTS // max(1, gamma.shape[0]))
         out = torch.empty(len(a), dtype=gamma.dtype, device=gamma.device)
         for s in range(0, len(a), step):
             # Row gathers by index_select: ~20 % faster on the CPU than indexing.

@@ -13,6 +13,7 @@ from prefshap_core.errors import CancelledError, DataValidationError
 from prefshap_core.explain import Explainer, ExplainOptions
 from prefshap_core.explain import duel_groups as duel_groups_module
 from prefshap_core.explain.cme.embedding import CoalitionEmbedding
+from prefshap_core.explain.games import items as items_game
 from prefshap_core.explain.games.items import ItemGame
 from prefshap_core.explain.reference import (
     g_direct,
@@ -63,6 +64,18 @@ def test_both_contractions_match_reference(contraction, monkeypatch):
     fn = random_preference_function("gpm", n_items=10, groups=GROUPS, seed=4)
     left, right = duels(fn, 6, seed=2)
     assert_matches_reference(fn, left, right, explain(fn, left, right))
+
+
+def test_gathered_dot_products_in_blocks_of_two_duels_give_the_same_values(monkeypatch):
+    monkeypatch.setattr(ItemGame, "contraction", "gather")
+    fn = random_preference_function("gpm", n_items=10, groups=GROUPS, seed=4)
+    left, right = duels(fn, 7, seed=2)
+    whole = explain(fn, left, right)
+    monkeypatch.setattr(items_game, "_CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(items_game, "_MIN_CHUNK_ROWS", 2)  # 7 duels: 4 blocks
+    blocked = explain(fn, left, right)
+    np.testing.assert_array_equal(blocked.values, whole.values)
+    assert_matches_reference(fn, left, right, blocked)
 
 
 def test_cme_lambda_override_and_float32():

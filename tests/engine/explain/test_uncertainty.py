@@ -14,7 +14,7 @@ import pytest
 
 from prefshap_core.compute import Compute
 from prefshap_core.errors import NotFittedError
-from prefshap_core.explain import Explainer, ExplainOptions
+from prefshap_core.explain import Explainer, ExplainOptions, uncertainty
 from prefshap_core.explain.interaction_explanation import explain_interactions
 from prefshap_core.explain.options import CGOptions
 from prefshap_core.explain.reference import random_preference_function
@@ -81,6 +81,21 @@ def test_sds_equal_the_brute_force_reference(kind, weight, what):
     plain = Explainer(fn, ExplainOptions(what=what))(left, right, contexts=contexts)
     np.testing.assert_array_equal(e.values, plain.values)
     assert plain.sd is None and plain.output_sd is None
+
+
+@pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 0.7), ("upm", 0.0), ("cgpm", 0.5)])
+def test_brackets_in_blocks_of_two_duels_give_the_same_sds(kind, weight, monkeypatch):
+    fn, left, right, contexts = make(kind, weight)
+    options = ExplainOptions(uncertainty=True)
+    whole = Explainer(fn, options)(left, right, contexts=contexts)
+    monkeypatch.setattr(uncertainty, "_BRACKET_BLOCK_ELEMENTS", 1)
+    monkeypatch.setattr(uncertainty, "_MIN_BRACKET_BLOCK_ROWS", 2)  # 7 duels: 4 blocks
+    blocked = Explainer(fn, options)(left, right, contexts=contexts)
+    np.testing.assert_array_equal(blocked.sd, whole.sd)
+    np.testing.assert_array_equal(blocked.output_sd, whole.output_sd)
+    phi, _, _ = brute_force(fn, "items", left, right, contexts)
+    sigma = fn.posterior_factor @ fn.posterior_factor.T
+    assert relative(blocked.sd, quadratic_sd(phi, sigma)) < 1e-8
 
 
 @pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 0.7), ("upm", 0.0), ("cgpm", 0.5)])
