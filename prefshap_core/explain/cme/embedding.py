@@ -83,33 +83,15 @@ class CholeskySolver:
         if len(systems) == 1:  # the CPU's case: one new matrix, no stacked copies
             return [self._solve_one(systems[0], stats)]
         r, c = systems[0].rhs.shape
-        grams = [s.gram if s.gram is not None else kernel(s.points, s.points) for s in systems]
-        root_ws = torch.stack([s.weights.sqrt() for s in systems])  # (b, r)
-        a = root_ws[:, :, None] * torch.stack(grams) * root_ws[:, None, :]
-        ridge = torch.tensor([s.ridge for s in systems], dtype=a.dtype, device=a.device)
-        a.diagonal(dim1=-2, dim2=-1).add_(ridge[:, None])
-        rhs = torch.stack([s.rhs for s in systems])
-        with maybe_timed(stats, "cholesky", len(systems) * r**3 / 3.0):
-            chol, info = torch.linalg.cholesky_ex(a)
-            if bool((info != 0).any()):
-                chol = _cholesky_in_float64(a).to(a.dtype)
-        checkpoint()  # and between a system's factorization and its solve
+        chol = _factor(torch.stack([_system_matrix(s) for s in systems]), stats)
         with maybe_timed(stats, "solve", len(systems) * 2.0 * r * r * c):
-            x = torch.cholesky_solve(rhs, chol)
+            x = torch.cholesky_solve(torch.stack([s.rhs for s in systems]), chol)
         return list(x.unbind(0))
 
     @staticmethod
     def _solve_one(s: CMESystem, stats: EngineStats | None) -> torch.Tensor:
         r, c = s.rhs.shape
-        root_w = s.weights.sqrt()
-        gram = s.gram if s.gram is not None else kernel(s.points, s.points)
-        a = (root_w[:, None] * gram).mul_(root_w[None, :])
-        a.diagonal().add_(s.ridge)
-        with maybe_timed(stats, "cholesky", r**3 / 3.0):
-            chol, info = torch.linalg.cholesky_ex(a)
-            if int(info) != 0:
-                chol = _cholesky_in_float64(a).to(a.dtype)
-        checkpoint()  # and between a system's factorization and its solve
+        chol = _factor(_system_matrix(s), stats)
         with maybe_timed(stats, "solve", 2.0 * r * r * c):
             # Two triangular solves in place, in LAPACK's (column-major) layout: the
             # numbers of cholesky_solve without its copies of the factor and of the
@@ -119,6 +101,28 @@ class CholeskySolver:
             torch.linalg.solve_triangular(chol, x, upper=False, out=x)
             torch.linalg.solve_triangular(chol.mT, x, upper=True, out=x)
         return x
+
+
+def _system_matrix(s: CMESystem) -> torch.Tensor:
+    """``W^1/2 K W^1/2 + ridge I``, a new matrix."""
+    root_w = s.weights.sqrt()
+    gram = s.gram if s.gram is not None else kernel(s.points, s.points)
+    a = (root_w[:, None] * gram).mul_(root_w[None, :])
+    a.diagonal().add_(s.ridge)
+    return a
+
+
+def _factor(a: torch.Tensor, stats: EngineStats | None) -> torch.Tensor:
+    """The lower Cholesky factor of ``a`` (or of a stack of them), timed; a cancel may
+    stop the run after it, before the solve."""
+    r = a.shape[-1]
+    n_systems = a.shape[0] if a.dim() == 3 else 1
+    with maybe_timed(stats, "cholesky", n_systems * r**3 / 3.0):
+        chol, info = torch.linalg.cholesky_ex(a)
+        if bool((info != 0).any()):
+            chol = _cholesky_in_float64(a).to(a.dtype)
+    checkpoint()  # between a system's factorization and its solve
+    return chol
 
 
 def _cholesky_in_float64(a: torch.Tensor, max_tries: int = 8) -> torch.Tensor:
