@@ -23,7 +23,10 @@ keeps the better one; the
 limit is the engine's flop count of this case on today's code, frozen at 209 GFLOP
 (Cholesky factors and triangular solves), at that rate. Printed per variant: the
 median seconds, GEMM rate, ratio to the limit and load, and the seconds per stage
-(solve, cholesky, kernels, gather, contraction, classes).
+(solve, cholesky, kernels, gather, contraction, classes). Each run also prints
+whether MKL's fast path on AMD CPUs was on (``prefshap_core.mkl_dispatch``): it
+doubles the GEMM rate there, so ratios to the limit are comparable only between
+runs with the same setting.
 """
 
 from __future__ import annotations
@@ -108,7 +111,11 @@ def child(kind: str, n_duels: int, threads: int | None = None) -> dict:
     else:
         explain()
     rate = seconds["rate"]
+    import prefshap_core
+
+    dispatch = getattr(prefshap_core, "mkl_dispatch", None)  # absent before 2026-12-06
     return {
+        "mkl_fast_path": "n/a" if dispatch is None else dispatch.STATUS,
         "seconds": seconds["wall"],
         "cpu": seconds["cpu"],
         "gemm_gflops": rate,
@@ -177,7 +184,8 @@ def main() -> None:
             runs[version, kind].append(result)
             print(f"  run {r + 1} {version:<6} {kind:<11} {result['seconds']:7.2f} s, "
                   f"GEMM {result['gemm_gflops']:6.1f} GFLOP/s, ratio {result['ratio']:5.2f}, "
-                  f"load {result['load']:.1f}", flush=True)  # fmt: skip
+                  f"load {result['load']:.1f}, MKL fast path {result.get('mkl_fast_path')}",
+                  flush=True)  # fmt: skip
     head = " ".join(f"{s:>11}" for s in STAGES)
     print(f"\n{'median':<19}{'seconds':>8}{'cpu s':>8}{'GEMM GF/s':>10}{'limit s':>8}"
           f"{'ratio':>7}{'load':>6}{'counted GF':>11}  {head}")  # fmt: skip

@@ -87,6 +87,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     codes = ([("base", args.baseline)] if args.baseline else []) + [("new", HERE)]
+    import prefshap_core.mkl_dispatch as dispatch  # this checkout's rows; absent in old ones
+
+    print(f"MKL fast path on AMD CPUs (new rows): {dispatch.STATUS}")
     print(f"{'case':<12} {'model':<5} {'code':<5} {'train s':>8} {'CPU s':>7} {'GB':>5} "
           f"{'chosen':<6} {'AUC':<12} {'ratio':>6}  load")  # fmt: skip
     times: dict[tuple[str, str, str], float] = {}

@@ -22,4 +22,10 @@ OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "10000"}
 for _name, _value in OPENMP_DEFAULTS.items():
     os.environ.setdefault(_name, _value)
 
+# MKL's vectorised kernels on AMD CPUs too (2x faster GEMM, 2.5x faster Cholesky and
+# triangular solves on the 2-core AMD VM); also only before torch loads. See the module.
+from prefshap_core import mkl_dispatch  # noqa: E402
+
+mkl_dispatch.enable()
+
 __version__ = "0.1.0"
