@@ -26,6 +26,7 @@ from prefshap_core.explain.uncertainty import (
     ValueSD,
     exact_value_sd,
     sampled_shapley_map,
+    value_sd_of,
 )
 
 _FLUSH_ELEMENTS = 1 << 24  # brackets buffered before one GEMM into Phi
@@ -58,7 +59,7 @@ class _WatchedGame:
 
 
 class _Group:
-    """Phi (p, duels, M) of one duel group, filled as its coalitions are embedded.
+    """Phi (p, M, duels) of one duel group, filled as its coalitions are embedded.
 
     The coalitions' brackets are written into a buffer of ``slots`` coalitions and
     added to Phi by one GEMM when it is full.
@@ -73,7 +74,7 @@ class _Group:
         self.phi = torch.zeros((tracker.matrix.shape[0], size), dtype=c.torch_dtype,
                                device=c.torch_device)  # fmt: skip
         self.slots = max(1, min(64, _FLUSH_ELEMENTS // max(1, size)))
-        self.buffer = torch.empty((self.slots, batch.n_duels, m), dtype=c.torch_dtype,
+        self.buffer = torch.empty((self.slots, m, batch.n_duels), dtype=c.torch_dtype,
                                   device=c.torch_device)  # fmt: skip
         self.codes: list[int] = []
 
@@ -139,11 +140,11 @@ class SdTracker:
         for group in self._order:
             self._flush(group)
             empty, full = group.brackets.boundary(group.rows)
-            phi = group.phi.reshape(p, len(group.rows), m)
-            phi += self.matrix[:, 0, None, None] * empty[None] + (
-                self.matrix[:, full_code, None, None] * full[None]
+            phi = group.phi.reshape(p, m, len(group.rows))
+            phi += self.matrix[:, 0, None, None] * empty.T[None] + (
+                self.matrix[:, full_code, None, None] * full.T[None]
             )
-            sd = torch.linalg.vector_norm(phi @ factor, dim=2).T.cpu().numpy()
+            sd = value_sd_of(phi, factor)
             norm = [
                 torch.linalg.vector_norm(x @ factor, dim=1).cpu().numpy() for x in (full, empty)
             ]

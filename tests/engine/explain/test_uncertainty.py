@@ -84,12 +84,12 @@ def test_sds_equal_the_brute_force_reference(kind, weight, what):
 
 
 @pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 0.7), ("upm", 0.0), ("cgpm", 0.5)])
-def test_brackets_in_blocks_of_two_duels_give_the_same_sds(kind, weight, monkeypatch):
+def test_brackets_in_blocks_of_two_centres_give_the_same_sds(kind, weight, monkeypatch):
     fn, left, right, contexts = make(kind, weight)
     options = ExplainOptions(uncertainty=True)
     whole = Explainer(fn, options)(left, right, contexts=contexts)
     monkeypatch.setattr(uncertainty, "_BRACKET_BLOCK_ELEMENTS", 1)
-    monkeypatch.setattr(uncertainty, "_MIN_BRACKET_BLOCK_ROWS", 2)  # 7 duels: 4 blocks
+    monkeypatch.setattr(uncertainty, "_MIN_BRACKET_BLOCK_ROWS", 2)  # 12 centres: 6 blocks
     blocked = Explainer(fn, options)(left, right, contexts=contexts)
     np.testing.assert_array_equal(blocked.sd, whole.sd)
     np.testing.assert_array_equal(blocked.output_sd, whole.output_sd)
