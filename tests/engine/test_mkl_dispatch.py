@@ -34,23 +34,24 @@ def test_the_environment_switch_turns_it_off(monkeypatch, value: str) -> None:
 
 
 def test_other_cpu_vendors_keep_mkls_choice(monkeypatch) -> None:
-    monkeypatch.delenv(mkl_dispatch.DISABLE_ENV, raising=False)
-    monkeypatch.setattr(mkl_dispatch.sys, "platform", "linux")
-    monkeypatch.setattr(mkl_dispatch.platform, "machine", lambda: "x86_64")
-    monkeypatch.setattr(mkl_dispatch, "cpu_vendor", lambda: "GenuineIntel")
-    monkeypatch.setattr(mkl_dispatch, "stub_library", _must_not_build)
+    _on_linux_x86_64(monkeypatch, vendor="GenuineIntel")
     assert mkl_dispatch._enable().startswith("off: CPU vendor GenuineIntel")
 
 
 def test_too_late_once_torch_is_loaded(monkeypatch) -> None:
     import torch  # noqa: F401  (this process has it; the point is to be sure)
 
+    _on_linux_x86_64(monkeypatch, vendor="AuthenticAMD")
+    assert mkl_dispatch._enable().startswith("off: torch was imported before")
+
+
+def _on_linux_x86_64(monkeypatch, vendor: str) -> None:
+    """Linux x86-64 with ``vendor``'s CPU, the switch unset, and no stub to build."""
     monkeypatch.delenv(mkl_dispatch.DISABLE_ENV, raising=False)
     monkeypatch.setattr(mkl_dispatch.sys, "platform", "linux")
     monkeypatch.setattr(mkl_dispatch.platform, "machine", lambda: "x86_64")
-    monkeypatch.setattr(mkl_dispatch, "cpu_vendor", lambda: "AuthenticAMD")
+    monkeypatch.setattr(mkl_dispatch, "cpu_vendor", lambda: vendor)
     monkeypatch.setattr(mkl_dispatch, "stub_library", _must_not_build)
-    assert mkl_dispatch._enable().startswith("off: torch was imported before")
 
 
 def test_no_compiler_is_a_reason_not_an_error(monkeypatch, tmp_path: Path) -> None:
