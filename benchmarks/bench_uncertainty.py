@@ -6,8 +6,9 @@
 
 Calibration: a GPM is trained on duels drawn from ``sigmoid(g_true)`` and the 90 %
 interval ``g_hat +- 1.645 sd`` is checked against ``g_true`` on the held-out test
-duels (target coverage 80-97 %); ``coverage_laplace`` is the Laplace posterior's before
-the held-out dispersion ``c`` (docs/method.md, "Calibration"), ``calibration_slope``
+duels (target coverage 80-97 %); ``coverage_laplace`` is the posterior's before the
+held-out dispersion ``c`` (the Laplace covariance widened by the penalty's bias;
+docs/method.md, "Calibration"), ``calibration_slope``
 the validation duels' estimate of the shrinkage ``a`` and ``true_slope`` the test duels'
 regression of ``g_true`` on ``g_hat`` it estimates. Generators: the paper's App. B
 game (a random GPM, ``datasets.synthetic.gpm_generated``) and a noisy utility game

@@ -25,6 +25,10 @@ over (a seeded sample of 512 of) the centre duels are kept (the first is the fil
 contract, the second guards the predictions); dropped columns only remove a positive
 semi-definite part.
 
+:func:`with_training_posterior` widens the stored factor by the penalty's first-order
+bias ``u = n lam Sigma (K_MM + j I) alpha`` (``F F^T + u u^T``, a rank-one update of the
+same shape: :func:`widen_by_penalty_bias`), which the prior-averaged Sigma
+underestimates for a truth rougher than the prior.
 :func:`with_holdout_dispersion` then scales the factor by ``c >= 1`` from the
 validation duels' calibration slope (docs/method.md, "Calibration"): the Laplace
 posterior covers the penalised fit, whose shrinkage it does not contain.
@@ -76,6 +80,8 @@ MAX_CALIBRATION_DUELS = 2_000
 class Posterior:
     factor: np.ndarray  # (M, r) F, Sigma ~= F F^T
     info: dict  # what it was computed from (stored in the model's metadata)
+    # (r,) v: the penalty's first-order bias of alpha is u = F v (widen_by_penalty_bias)
+    bias_coordinates: np.ndarray
 
 
 def laplace_posterior(
@@ -132,7 +138,12 @@ def laplace_posterior(
     del h_beta
     kept = _kept_columns(full, centres, trace_share)
     r = len(kept)
-    factor = full[:, kept].cpu().numpy()
+    factor = full[:, kept]
+    # The penalty's first-order bias of alpha, u = n lam Sigma (K_MM + j I) alpha, in
+    # the factor's coordinates: u = F v (see widen_by_penalty_bias).
+    k_alpha = centres @ alpha + jitter * alpha
+    bias_coordinates = (n * penalty) * (factor.T @ k_alpha)
+    factor = factor.cpu().numpy()
     info = {
         "method": "laplace",
         "n_duels": int(n),
@@ -142,7 +153,7 @@ def laplace_posterior(
         "rank": int(r),
         "trace_share": float(trace_share),
     }
-    return Posterior(factor, info)
+    return Posterior(factor, info, bias_coordinates.cpu().numpy())
 
 
 def _add_gram(out: torch.Tensor, z: torch.Tensor) -> None:
@@ -287,9 +298,30 @@ def with_training_posterior(
         data.context_index[train] if with_context else None,
         compute=compute, seed=seed,
     )  # fmt: skip
-    info = {**posterior.info, "seconds": time.perf_counter() - start}
+    factor = widen_by_penalty_bias(posterior.factor, posterior.bias_coordinates)
+    info = {
+        **posterior.info,
+        "penalty_bias_norm": float(np.linalg.norm(posterior.bias_coordinates)),
+        "seconds": time.perf_counter() - start,
+    }
     metadata = {**fn.metadata, "posterior": info}
-    return replace(fn, posterior_factor=posterior.factor, metadata=metadata)
+    return replace(fn, posterior_factor=factor, metadata=metadata)
+
+
+def widen_by_penalty_bias(factor: np.ndarray, bias_coordinates: np.ndarray) -> np.ndarray:
+    """``F'`` with ``F' F'^T = F F^T + u u^T``, ``u = F v``: the posterior widened by the
+    penalty's first-order bias of alpha (docs/method.md, "Calibration"), same shape.
+
+    ``F F^T + F v v^T F^T = F (I + v v^T) F^T`` and ``(I + v v^T)^1/2 = I + gamma v v^T``
+    with ``gamma = (sqrt(1 + |v|^2) - 1) / |v|^2``, so ``F' = F + gamma u v^T``: a rank-one
+    update, no new column (r stays what the trace share chose).
+    """
+    v = np.asarray(bias_coordinates, dtype=np.float64)
+    squared = float(v @ v)
+    if not squared > 0:
+        return factor
+    gamma = np.expm1(0.5 * np.log1p(squared)) / squared  # (sqrt(1 + s) - 1) / s, no cancelling
+    return factor + gamma * np.outer(factor @ v, v)
 
 
 def calibration_slope(g: np.ndarray, sd: np.ndarray, y: np.ndarray) -> float:

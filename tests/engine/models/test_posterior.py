@@ -52,8 +52,9 @@ def _fit(kind: str, weight: float):
     return model(**params).fit(data), data
 
 
-def _direct_sigma(model, data) -> np.ndarray:
-    """``(K_nM^T W K_nM + n lam (K_MM + j I))^-1`` from the training kernel, densely."""
+def _direct_sigma(model, data) -> tuple[np.ndarray, np.ndarray]:
+    """``Sigma = (K_nM^T W K_nM + P)^-1`` from the training kernel, densely, and the
+    prior precision ``P = n lam (K_MM + j I)``."""
     fn = model.function_
     info = fn.metadata["posterior"]
     train = model.train_duels_
@@ -74,33 +75,63 @@ def _direct_sigma(model, data) -> np.ndarray:
     p = 1.0 / (1.0 + np.exp(-(k_nm @ fn.alpha)))
     n, m = len(train), fn.n_centres
     assert info["n_duels"] == n and info["penalty"] == model.penalty_
-    h = k_nm.T @ (k_nm * (p * (1 - p))[:, None]) + n * info["penalty"] * (
-        k_mm + info["jitter"] * np.eye(m)
-    )
-    return np.linalg.inv(h)
+    prior = n * info["penalty"] * (k_mm + info["jitter"] * np.eye(m))
+    return np.linalg.inv(k_nm.T @ (k_nm * (p * (1 - p))[:, None]) + prior), prior
 
 
 @pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 2.0), ("upm", 0.0), ("cgpm", 1.0)])
 def test_posterior_equals_the_dense_formula(kind, weight):
     model, data = _fit(kind, weight)
     fn = model.function_
-    sigma = _direct_sigma(model, data)
+    sigma, prior = _direct_sigma(model, data)
     train = model.train_duels_
     with_context = kind == "cgpm"
-    full = laplace_posterior(
+    post = laplace_posterior(
         fn, data.items, data.left[train], data.right[train], data.y[train], model.penalty_,
         SolverOptions().jitter_for(torch.float64),
         data.contexts if with_context else None,
         data.context_index[train] if with_context else None,
         trace_share=1.0,
-    ).factor  # fmt: skip
+    )  # fmt: skip
+    full = post.factor
     assert full.shape == (fn.n_centres, fn.n_centres)
     error = np.linalg.norm(full @ full.T - sigma) / np.linalg.norm(sigma)
     assert error < 1e-8
-    # The stored factor keeps at least 99.9 % of trace(Sigma).
+    # The penalty's first-order bias of alpha, u = F v = n lam Sigma (K_MM + j I) alpha.
+    bias = sigma @ prior @ fn.alpha
+    assert np.linalg.norm(bias) > 0
+    u = full @ post.bias_coordinates
+    assert np.linalg.norm(u - bias) < 1e-8 * np.linalg.norm(bias)
+    # The stored factor keeps at least 99.9 % of trace(Sigma), widened by that bias.
     stored = fn.posterior_factor
     assert stored.shape[1] == fn.metadata["posterior"]["rank"] <= fn.n_centres
     assert np.trace(stored @ stored.T) >= 0.999 * np.trace(sigma)
+
+
+def test_widening_by_the_penalty_bias_adds_u_u_t_in_the_same_shape():
+    rng = np.random.default_rng(2)
+    factor, v = rng.normal(size=(9, 6)), rng.normal(size=6)
+    widened = posterior.widen_by_penalty_bias(factor, v)
+    u = factor @ v
+    assert widened.shape == factor.shape
+    np.testing.assert_allclose(widened @ widened.T, factor @ factor.T + np.outer(u, u),
+                               rtol=0, atol=1e-12)  # fmt: skip
+    # No bias leaves the factor as it is.
+    assert posterior.widen_by_penalty_bias(factor, 0 * v) is factor
+
+
+def test_a_trained_model_stores_the_widened_factor_scaled_by_its_dispersion():
+    model, data = _fit("gpm", 1.0)
+    fn, train = model.function_, model.train_duels_
+    post = laplace_posterior(
+        fn, data.items, data.left[train], data.right[train], data.y[train], model.penalty_,
+        SolverOptions().jitter_for(torch.float64),
+    )  # fmt: skip
+    info = fn.metadata["posterior"]
+    c = info.get("dispersion", 1.0)
+    expected = c * posterior.widen_by_penalty_bias(post.factor, post.bias_coordinates)
+    np.testing.assert_allclose(fn.posterior_factor, expected, rtol=1e-12, atol=1e-15)
+    assert info["penalty_bias_norm"] == pytest.approx(np.linalg.norm(post.bias_coordinates))
 
 
 def test_squared_loss_models_have_no_posterior():
