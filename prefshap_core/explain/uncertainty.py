@@ -92,7 +92,7 @@ def exact_value_sd(
             phi += matrix[:, chunk] @ stack.reshape(len(chunk), -1)
         sd[rows] = value_sd_of(phi.reshape(p, m, len(rows)), factor)
     empty, full = brackets.boundary(np.arange(n_duels))
-    return ValueSD(sd, _norm(full @ factor), _norm(empty @ factor))
+    return ValueSD(sd, output_sd_of(full, factor), output_sd_of(empty, factor))
 
 
 def value_sd_of(phi: torch.Tensor, factor: torch.Tensor) -> np.ndarray:
@@ -131,8 +131,9 @@ def combined_sd(se: np.ndarray | None, sd: np.ndarray) -> np.ndarray:
     return np.sqrt(np.asarray(se, dtype=np.float64) ** 2 + sd**2)
 
 
-def _norm(x: torch.Tensor) -> np.ndarray:
-    return torch.linalg.vector_norm(x, dim=1).cpu().numpy()
+def output_sd_of(brackets: torch.Tensor, factor: torch.Tensor) -> np.ndarray:
+    """(duels,) ``||b(d) @ F||`` of a boundary's brackets (duels, M): its posterior sd."""
+    return torch.linalg.vector_norm(brackets @ factor, dim=1).cpu().numpy()
 
 
 class _ItemBrackets:

@@ -25,6 +25,7 @@ from prefshap_core.explain.uncertainty import (
     BRACKETS,
     ValueSD,
     exact_value_sd,
+    output_sd_of,
     sampled_shapley_map,
     value_sd_of,
 )
@@ -145,10 +146,7 @@ class SdTracker:
                 self.matrix[:, full_code, None, None] * full.T[None]
             )
             sd = value_sd_of(phi, factor)
-            norm = [
-                torch.linalg.vector_norm(x @ factor, dim=1).cpu().numpy() for x in (full, empty)
-            ]
-            parts.append((sd, norm[0], norm[1]))
+            parts.append((sd, output_sd_of(full, factor), output_sd_of(empty, factor)))
         self._keep = []
         values, outputs, bases = (np.concatenate(x) for x in zip(*parts, strict=True))
         return ValueSD(values, outputs, bases)
