@@ -50,7 +50,9 @@ class _FixedClasses:
     labels: np.ndarray  # (fixed rows,) S class, pool classes first
     r: int  # number of pool S classes
     first: np.ndarray  # (fixed classes,) a fixed row of each S class
-    key_to_label: dict[bytes, int]  # S columns (bytes) -> S class
+    # S columns (bytes) -> S class: filled when a query that is no fixed row first asks
+    # (PoolUniverse.key_labels); queries equal to a fixed row take that row's label.
+    key_to_label: dict[bytes, int]
     sc_first: np.ndarray  # (t,) a fixed row of each Sc class (pool classes first)
     t_pool: int  # number of pool Sc classes
     sc_centre: np.ndarray  # (t_P,) Sc classes present among the centres
@@ -137,14 +139,11 @@ class PoolUniverse:
         pool_s, pool_sc = labels[: self.n_pool], sc_labels[: self.n_pool]
         pairs, pair_index = np.unique(pool_s * (t_pool + 1) + pool_sc, return_inverse=True)
         pair_w = np.bincount(pair_index.reshape(-1), weights=self.pool_weights)
-        first = _first_of_each(labels, int(labels.max()) + 1)
-        cols = mask[self.column_player]
-        keys = _row_keys(self.rows[first][:, cols])
         fixed = _FixedClasses(
             labels=labels,
             r=r,
-            first=first,
-            key_to_label={k: label for label, k in enumerate(keys)},
+            first=_first_of_each(labels, int(labels.max()) + 1),
+            key_to_label={},
             sc_first=_first_of_each(sc_labels, int(sc_labels.max()) + 1),
             t_pool=t_pool,
             sc_centre=sc_centre,
@@ -153,13 +152,26 @@ class PoolUniverse:
             pair_sc=pairs % (t_pool + 1),
             pair_w=pair_w,
         )
-        self._keep(cache_key, fixed, len(keys) * (len(keys[0]) + 100) if keys else 0)
+        self._keep(cache_key, fixed)
         return fixed
 
-    def _keep(self, key: bytes, fixed: _FixedClasses, dict_bytes: int) -> None:
+    def key_labels(self, mask: np.ndarray, fixed: _FixedClasses) -> dict[bytes, int]:
+        """``fixed.key_to_label``, built on first use: the S class of each distinct row of
+        S columns (as bytes), for query rows that are no fixed row (what-if rows)."""
+        if not fixed.key_to_label:
+            keys = _row_keys(self.rows[fixed.first][:, mask[self.column_player]])
+            fixed.key_to_label.update((k, label) for label, k in enumerate(keys))
+            cache_key = np.packbits(mask).tobytes()
+            if self._classes.get(cache_key) is fixed:  # counted while it is kept
+                size = len(keys) * (len(keys[0]) + 100) if keys else 0
+                self._class_bytes[cache_key] += size
+                self._kept_bytes += size
+        return fixed.key_to_label
+
+    def _keep(self, key: bytes, fixed: _FixedClasses) -> None:
         arrays = (fixed.labels, fixed.first, fixed.sc_first, fixed.sc_centre, fixed.sc_row,
                   fixed.pair_s, fixed.pair_sc, fixed.pair_w)  # fmt: skip
-        size = dict_bytes + sum(a.nbytes for a in arrays)
+        size = sum(a.nbytes for a in arrays)
         self._classes[key], self._class_bytes[key] = fixed, size
         self._kept_bytes += size
         while self._kept_bytes > MAX_CLASS_CACHE_BYTES and len(self._classes) > 1:
@@ -181,23 +193,34 @@ class Universe:
         self.n_pool = pool.n_pool
         query_scaled = compute.tensor(self.queries / pool.lengthscales)
         self.scaled = torch.cat([pool.scaled, query_scaled]) if len(self.queries) else pool.scaled
+        # The fixed row equal to each query (-1: none). Duels of the data set query pool
+        # rows only: their labels are the fixed rows', with no per-row keys (hashing
+        # every query's S columns per coalition took ~10 % of an exact explanation).
+        uniq, inverse = unique_rows(np.vstack([pool.rows, self.queries]))
+        fixed_of = np.full(len(uniq), -1, dtype=np.int64)
+        fixed_of[inverse[:n_fixed]] = np.arange(n_fixed)
+        self.fixed_row = fixed_of[inverse[n_fixed:]]
 
     def classes(self, mask: np.ndarray) -> CoalitionClasses:
         fixed = self.pool.fixed_classes(mask)
-        cols = mask[self.column_player]
-        known = fixed.key_to_label
-        n_fixed_classes = len(fixed.first)
-        new: dict[bytes, int] = {}
         query_labels = np.empty(len(self.queries), dtype=np.int64)
+        in_fixed = self.fixed_row >= 0
+        query_labels[in_fixed] = fixed.labels[self.fixed_row[in_fixed]]
         new_first: list[int] = []
-        for k, key in enumerate(_row_keys(self.queries[:, cols])):
-            label = known.get(key)
-            if label is None:
-                label = new.get(key)
+        outside = np.flatnonzero(~in_fixed)
+        if len(outside):
+            cols = mask[self.column_player]
+            known = self.pool.key_labels(mask, fixed)
+            n_fixed_classes = len(fixed.first)
+            new: dict[bytes, int] = {}
+            for k, key in zip(outside, _row_keys(self.queries[outside][:, cols]), strict=True):
+                label = known.get(key)
                 if label is None:
-                    label = new[key] = n_fixed_classes + len(new)
-                    new_first.append(int(self.query_rows[k]))
-            query_labels[k] = label
+                    label = new.get(key)
+                    if label is None:
+                        label = new[key] = n_fixed_classes + len(new)
+                        new_first.append(int(self.query_rows[k]))
+                query_labels[k] = label
         q_cls, q_col = np.unique(query_labels, return_inverse=True)
         with_queries = {
             "labels": np.concatenate([fixed.labels, query_labels]),

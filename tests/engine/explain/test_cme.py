@@ -71,6 +71,35 @@ def test_gamma_matches_dense_formula(path, weighted, monkeypatch):
         np.testing.assert_allclose(got, want, atol=1e-12, rtol=1e-10)
 
 
+def test_query_classes_match_a_row_by_row_labelling():
+    """Queries that are fixed rows (pool or centre rows) take those rows' classes without
+    any key; the others (what-if rows, one repeated) match on their S columns alone or
+    open new classes in order of first appearance."""
+    pool, weights, centres, queries, ls, players = problem(seed=3, n=30)
+    queries = np.vstack([queries, centres[-2:], queries[-1], pool[4] - 0.5, queries[:2]])
+    emb = embedding(pool, weights, centres, ls, players, 0.1, Compute())
+    universe = emb.bind(queries)
+    fixed_rows = universe.pool.rows
+    assert (universe.fixed_row >= 0).sum() == 5 + 2 + 2  # pool and centre queries
+    for mask in all_coalitions(4).masks:
+        co = universe.classes(mask)
+        cols = mask[players]
+        n_fixed_classes = int(co.labels[: len(fixed_rows)].max()) + 1
+        labels = co.labels[len(fixed_rows) :]
+        opened: list[bytes] = []
+        for k, q in enumerate(queries):
+            equal = np.flatnonzero((fixed_rows[:, cols] == q[cols]).all(axis=1))
+            if len(equal):
+                assert labels[k] == co.labels[equal[0]]
+                continue
+            key = q[cols].tobytes()
+            if key not in opened:
+                opened.append(key)
+                assert co.first[labels[k]] == len(fixed_rows) + k
+            assert labels[k] == n_fixed_classes + opened.index(key)
+        np.testing.assert_array_equal(co.q_cls[co.q_col], labels)
+
+
 def test_classes_really_merge_rows():
     pool, weights, centres, queries, ls, players = problem(seed=2, n=40, levels=2)
     emb = embedding(pool, weights, centres, ls, players, 0.1, Compute())
