@@ -126,8 +126,9 @@ def laplace_posterior(
     # H_beta = Z^T Z + n lam I with Z = W^1/2 K_nM L^-T, the whitened training rows.
     h_beta = torch.zeros((m, m), dtype=torch.float64, device=compute.torch_device)
     alpha = compute.tensor(fn.alpha)
-    if fn.kind == "upm":
-        _add_utility_data_term(h_beta, kernel.operator(duels, centre_duels), lower, alpha)
+    operator = kernel.operator(duels, centre_duels) if fn.kind == "upm" else None
+    if isinstance(operator, DifferenceOperator) and _item_rows_pay(operator):
+        _add_utility_data_term(h_beta, operator, lower, alpha)
     else:
         for _, _, b in kernel.row_blocks(duels, centre_duels, _BLOCK_DUELS):
             p = torch.sigmoid(b @ alpha)
@@ -174,6 +175,13 @@ def _add_gram(out: torch.Tensor, z: torch.Tensor, other: torch.Tensor | None = N
     for lo in range(0, m, _PANEL):
         hi = min(lo + _PANEL, m)
         out[lo:, lo:hi].addmm_(z[:, lo:].T, other[:, lo:hi])
+
+
+def _item_rows_pay(operator: DifferenceOperator) -> bool:
+    """Whether the UPM's data term is cheaper over its items than over its duels: at
+    most as many distinct items as duels (the items' Gram is a full GEMM's panels, the
+    duels' a solve and a Gram)."""
+    return operator.factor.shape[0] <= operator.n_rows
 
 
 def _add_utility_data_term(

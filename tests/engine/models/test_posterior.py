@@ -108,6 +108,23 @@ def test_posterior_equals_the_dense_formula(kind, weight):
     assert np.trace(stored @ stored.T) >= 0.999 * np.trace(sigma)
 
 
+def test_upm_data_term_over_items_equals_the_one_over_duels(monkeypatch):
+    """The UPM's data term E^T C E (items and the comparison graph's Laplacian) is the
+    whitened duel rows' Gram, which it replaces when there are fewer items than duels."""
+    model, data = _fit("upm", 0.0)
+    fn, train = model.function_, model.train_duels_
+    args = (fn, data.items, data.left[train], data.right[train], data.y[train], 1e-3, 1e-13)
+    used = []
+    monkeypatch.setattr(posterior, "_item_rows_pay", lambda op: used.append(True) or True)
+    by_items = laplace_posterior(*args, trace_share=1.0)
+    monkeypatch.setattr(posterior, "_item_rows_pay", lambda op: False)
+    by_duels = laplace_posterior(*args, trace_share=1.0)
+    assert used
+    sigma_items = by_items.factor @ by_items.factor.T
+    sigma_duels = by_duels.factor @ by_duels.factor.T
+    assert np.linalg.norm(sigma_items - sigma_duels) < 1e-10 * np.linalg.norm(sigma_duels)
+
+
 def test_widening_by_the_penalty_bias_adds_u_u_t_in_the_same_shape():
     rng = np.random.default_rng(2)
     factor, v = rng.normal(size=(9, 6)), rng.normal(size=6)
