@@ -198,10 +198,9 @@ def _add_utility_data_term(
     feature projected on the centre duels' span, ``|e_a|^2 <= k(a, a) = 1``), so C's
     cancellations cost ~eps, far below ``n lam``.
     """
-    utility = operator.factor @ alpha
-    left, right = operator.left, operator.right
-    p = torch.sigmoid(utility[left] - utility[right])
+    p = torch.sigmoid(operator.mm(alpha))  # D[l] @ alpha - D[r] @ alpha
     w = p * (1.0 - p)
+    left, right = operator.left, operator.right
     items = operator.factor.shape[0]
     index = torch.stack(
         [torch.cat([left, right, left, right]), torch.cat([left, right, right, left])]
