@@ -110,11 +110,11 @@ def test_a_singular_step_ends_the_search_at_the_best_point_seen(noisy_game, monk
     real = ard.ArdProblem.objective
     calls = []
 
-    def fails_on_the_fourth(self, theta, alpha):
+    def fails_on_the_fourth(self, theta, alpha, guess=None):
         calls.append(1)
         if len(calls) == 4:
             raise torch.linalg.LinAlgError("singular")
-        return real(self, theta, alpha)
+        return real(self, theta, alpha, guess)
 
     monkeypatch.setattr(ard.ArdProblem, "objective", fails_on_the_fourth)
     data = noisy_game
@@ -131,7 +131,7 @@ def _scripted_objective(monkeypatch, per_step_gain: float) -> list[int]:
     per call, differentiable in theta so that Adam can step."""
     calls: list[int] = []
 
-    def objective(self, theta, alpha):
+    def objective(self, theta, alpha, guess=None):
         value = 0.5 * (1 - per_step_gain) ** len(calls) + 0.0 * theta.sum()
         calls.append(1)
         return value, alpha
@@ -221,3 +221,61 @@ def test_reusing_the_inner_fits_last_newton_system_changes_nothing(
     solved_again = value_and_gradient()
     assert reused[0] == solved_again[0]
     assert torch.equal(reused[1], solved_again[1])
+
+
+def _logistic_fit_problem(n: int = 400, m: int = 30, seed: int = 5):
+    """An RBF logistic fit (K_nM, K_MM, y) with a smooth truth and label noise."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 3, generator=gen, dtype=torch.float64)
+    k_nm = ard.rbf_gram_scaled(x, x[:m])
+    truth = 3.0 * torch.sin(x[:, 0]) - x[:, 1]
+    y = torch.where(
+        torch.rand(n, generator=gen, dtype=torch.float64) < torch.sigmoid(truth), 1.0, -1.0
+    )
+    return k_nm, k_nm[:m].contiguous(), y
+
+
+def _counting_hessians(monkeypatch) -> list[int]:
+    built: list[int] = []
+    real = ard._newton_system
+
+    def counted(*args):
+        built.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(ard, "_newton_system", counted)
+    return built
+
+
+@pytest.mark.parametrize("penalty", [1e-2, 1e-5])
+def test_chord_steps_reach_newtons_minimiser_with_fewer_hessians(monkeypatch, penalty):
+    k_nm, k_mm, y = _logistic_fit_problem()
+    start = torch.zeros(k_nm.shape[1], dtype=torch.float64)
+    built = _counting_hessians(monkeypatch)
+    chord, _ = ard.fit_alpha(k_nm, k_mm, y, penalty, start)
+    with_chord = len(built)
+    monkeypatch.setattr(ard, "CHORD_GRADIENT", 0.0)  # every step a Newton step
+    newton, _ = ard.fit_alpha(k_nm, k_mm, y, penalty, start)
+    assert len(built) - with_chord > with_chord  # chord steps replaced Hessians
+    for alpha in (chord, newton):
+        assert float(ard._gradient(k_nm, k_mm, y, alpha, penalty).abs().max()) <= 1e-8
+    objective = [ard.penalised_objective(k_nm, k_mm, y, a, penalty) for a in (chord, newton)]
+    assert objective[0] == pytest.approx(objective[1], rel=1e-13)
+    # Both stop at a gradient of 1e-8; along the flat directions of a small penalty that
+    # leaves f unsettled in its sixth digit, whichever steps got there.
+    f_chord, f_newton = k_nm @ chord, k_nm @ newton
+    assert float((f_chord - f_newton).abs().max()) <= 1e-5 * float(f_newton.abs().max())
+
+
+def test_a_guess_is_a_start_only_where_the_objective_is_lower(monkeypatch):
+    k_nm, k_mm, y = _logistic_fit_problem()
+    start = torch.zeros(k_nm.shape[1], dtype=torch.float64)
+    minimiser, _ = ard.fit_alpha(k_nm, k_mm, y, 1e-3, start)
+    built = _counting_hessians(monkeypatch)
+    again, system = ard.fit_alpha(k_nm, k_mm, y, 1e-3, start, guess=minimiser)
+    assert torch.equal(again, minimiser) and system is None and not built  # nothing to do
+    far = 100.0 * torch.randn(
+        len(start), generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    )
+    ignored, _ = ard.fit_alpha(k_nm, k_mm, y, 1e-3, start, guess=far)
+    assert torch.equal(ignored, minimiser)  # the same path as without the guess
