@@ -287,29 +287,42 @@ class PreferenceFunction:
         a, b = np.minimum(left, right), np.maximum(left, right)
         keys, inverse = np.unique(np.stack([a, b, ctx], 1), axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
-
-        k_left, k_right = self.centre_kernels(pool, compute)  # (M, P) each
+        # Kernels over the pool rows these duels use only, one row per pool row
+        # (rows x centres): the duels gather rows, which are contiguous (gathering
+        # columns of a centres x rows matrix was 3.4x slower on tennis's test duels).
+        used, position = np.unique(keys[:, :2], return_inverse=True)
+        position = compute.index(position.reshape(-1, 2))
+        k_left, k_right = self.row_kernels(np.asarray(pool)[used], compute)  # (U, M) each
         if with_context:
             alpha = compute.tensor(self.alpha)
             ku = self.context_kernel_to_centres(context_pool, compute)  # (M, C)
         else:
             alpha = self.averaged_alpha(compute)
 
-        values = torch.empty(len(keys), dtype=compute.torch_dtype, device=compute.torch_device)
-        keys_t = compute.index(keys)
-        if gpm_weight == 0 and not with_context:
-            f = alpha @ (k_left - k_right)  # utility of every pool row
-            values = f[keys_t[:, 0]] - f[keys_t[:, 1]]
-            if utility_weight != 1:
-                values = utility_weight * values
-        else:
-            # The utility bracket of the sum kernel: diff[:, a] - diff[:, b].
-            diff = k_left - k_right if utility_weight != 0 else None
+        values = torch.zeros(len(keys), dtype=compute.torch_dtype, device=compute.torch_device)
+        ia, ib = position[:, 0], position[:, 1]
+        context = compute.index(keys[:, 2]) if with_context else None
+        if gpm_weight != 0:
+            ku_rows = ku.T.contiguous() if with_context else None  # (C, M)
             for start in range(0, len(keys), chunk):
-                kk = keys_t[start : start + chunk]
-                pair = _pair_brackets(k_left, k_right, diff, kk[:, 0], kk[:, 1], terms)
-                w = alpha[:, None] * ku[:, kk[:, 2]] if with_context else alpha[:, None]
-                values[start : start + chunk] = (w * pair).sum(0)
+                block = slice(start, start + chunk)
+                pair = k_left.index_select(0, ia[block]) * k_right.index_select(0, ib[block])
+                pair -= k_left.index_select(0, ib[block]) * k_right.index_select(0, ia[block])
+                if ku_rows is not None:
+                    pair *= ku_rows.index_select(0, context[block])
+                values[block] = pair @ alpha
+            if gpm_weight != 1:
+                values.mul_(gpm_weight)
+        if utility_weight != 0:
+            # The utility bracket sums to f(a) - f(b): f per used row (and context).
+            diff = k_left - k_right
+            if with_context:
+                f = diff @ (alpha[:, None] * ku)  # (U, C)
+                utility = f[ia, context] - f[ib, context]
+            else:
+                f = diff @ alpha
+                utility = f[ia] - f[ib]
+            values.add_(utility, alpha=utility_weight)
         g = values.cpu().numpy().astype(np.float64)[inverse] * sign
         g[left == right] = 0.0
         return g
@@ -409,6 +422,14 @@ class PreferenceFunction:
         rows_t = compute.tensor(np.atleast_2d(rows))
         k_left = rbf_gram(compute.tensor(self.centres_left), rows_t, ls)
         return k_left, rbf_gram(compute.tensor(self.centres_right), rows_t, ls)
+
+    def row_kernels(self, rows: np.ndarray, compute: Compute) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(K(rows, C_l), K(rows, C_r))``, each (n, M): :meth:`centre_kernels` transposed,
+        laid out for gathering rows."""
+        ls = compute.tensor(self.lengthscales)
+        rows_t = compute.tensor(np.atleast_2d(rows))
+        k_left = rbf_gram(rows_t, compute.tensor(self.centres_left), ls)
+        return k_left, rbf_gram(rows_t, compute.tensor(self.centres_right), ls)
 
     def pair_block(
         self,
