@@ -24,6 +24,7 @@ from prefshap_core.metrics import log_loss, roc_auc
 from prefshap_core.models.ard import refine_column_lengthscales
 from prefshap_core.models.hyperparameters import (
     CV_FOLDS,
+    FINAL_PATH_PATIENCE,
     PATH_PATIENCE,
     SUBSAMPLE_CENTRES,
     SUBSAMPLE_TRAIN_DUELS,
@@ -101,7 +102,7 @@ def select_on_holdout(
         if learned is not None:
             fitter, full = learned, None
     if full is None:
-        full = fitter.fit(
+        full = replace(fitter, patience=FINAL_PATH_PATIENCE).fit(
             train, validation, scales, penalties, progress.span(done, 1.0), utility_weights=weights
         )
         record.points.extend(r.point for r in full)

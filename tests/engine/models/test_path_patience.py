@@ -7,8 +7,13 @@ import numpy as np
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import split_duels
 from prefshap_core.datasets.synthetic import gpm_generated
-from prefshap_core.models.hyperparameters import CG_ITERATIONS, PENALTY_PATH, median_lengthscales
-from prefshap_core.models.search import PathFitter
+from prefshap_core.models.hyperparameters import (
+    CG_ITERATIONS,
+    FINAL_PATH_PATIENCE,
+    PENALTY_PATH,
+    median_lengthscales,
+)
+from prefshap_core.models.search import PathFitter, select_on_holdout
 from prefshap_core.progress import ensure_progress
 from prefshap_core.solvers.options import SolverOptions
 
@@ -60,3 +65,22 @@ def test_patience_never_stops_a_path_that_keeps_improving():
     assert fitter._past_patience(results([0.7, 0.6, 0.65, 0.61]))
     assert not fitter._past_patience(results([0.7, float("nan"), float("nan")]))
     assert not replace(fitter, patience=None)._past_patience(results([0.5, 0.6, 0.7, 0.8]))
+
+
+def test_the_final_path_ends_at_its_first_step_worse_than_its_best():
+    """select_on_holdout's final fit (one scale and weight) stops one step past its
+    best (FINAL_PATH_PATIENCE), and chooses what the whole path would have."""
+    data = gpm_generated(n_items=60, n_duels=700, d=3, n_relevant=2, seed=3)
+    split = split_duels(data.n_duels, 0)
+    fitter = _fitter(data)
+    whole = fitter.fit(
+        split.train, split.validation, [2.0], list(PENALTY_PATH), ensure_progress(None)
+    )
+    best = int(np.argmin([r.point.validation_log_loss for r in whole]))
+    assert best < len(whole) - 2  # the case: worse steps after the best
+    record, alpha, _ = select_on_holdout(
+        fitter, split.train, split.validation, [2.0], list(PENALTY_PATH), ensure_progress(None)
+    )
+    assert FINAL_PATH_PATIENCE == 1 and len(record.points) == best + 2
+    assert record.chosen.penalty == whole[best].point.penalty
+    assert np.array_equal(alpha.numpy(), whole[best].alpha.numpy())
