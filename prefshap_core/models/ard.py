@@ -485,12 +485,15 @@ def refine_column_lengthscales(
     penalties: list[float],
     penalty: float,
     progress: Progress,
+    start_losses: np.ndarray | None = None,
 ) -> PathFitter | None:
     """The fitter with learned column lengthscales, or None when they do not clearly help.
 
     Judged like the group search's candidates: the best point of a penalty path on the
     group search's subsample (validation duels), the learned against the start. A
     search that stalls (``STALL_GAIN`` by ``STALL_CHECK_STEP``) is not judged at all.
+    ``start_losses``: the start's per-duel losses of that fit when already known (the
+    group search's last, ``GroupRefinement.validation_losses``), so not fitted again.
     """
     if GRADIENT_STEPS == 0 or len(train) < ARD_MIN_TRAIN_DUELS or fitter.loss != "logistic":
         return None
@@ -513,6 +516,9 @@ def refine_column_lengthscales(
         best = min(results, key=lambda r: fitter.loss_of(r.point))
         return log_losses(y_val, best.validation_g)
 
-    keep = clearly_better(losses(candidate, 0.7, 0.85), losses(fitter, 0.85, 1.0))
+    learned_losses = losses(candidate, 0.7, 0.85)
+    if start_losses is None:
+        start_losses = losses(fitter, 0.85, 1.0)
+    keep = clearly_better(learned_losses, start_losses)
     progress.update("Column lengthscales learned" if keep else "Column lengthscales kept", 1.0)
     return candidate if keep else None

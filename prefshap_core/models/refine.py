@@ -63,6 +63,17 @@ class GroupFactors:
         return GroupFactors(items, contexts)
 
 
+@dataclass(frozen=True)
+class GroupRefinement:
+    """What the group search found: the factors, every scored candidate (the first is
+    the start), and the per-duel validation losses of the kept factors' fit (the
+    column search's start is judged against these, not fitted again)."""
+
+    factors: GroupFactors
+    points: list[SearchPoint]
+    validation_losses: np.ndarray
+
+
 def clearly_better(losses: np.ndarray, best: np.ndarray) -> bool:
     """Lower mean loss by more than REFINE_MIN_GAIN and one paired standard error.
 
@@ -102,12 +113,12 @@ def refine_group_lengthscales(
     utility_weight: float,
     penalties: list[float],
     progress: Progress,
-) -> tuple[GroupFactors, list[SearchPoint]]:
+) -> GroupRefinement:
     """Coordinate search over group factors at a fixed scale and utility weight.
 
-    Returns the factors and every scored candidate (stage ``"refine"``, the change in
-    ``note``; the first point is the start). Each candidate is scored by the best
-    point of its penalty path, as the grid's points are.
+    Every scored candidate is a point of stage ``"refine"`` (the change in ``note``;
+    the first point is the start). Each candidate is scored by the best point of its
+    penalty path, as the grid's points are.
     """
     data = fitter.data
     context_space = data.context_space if fitter.kind == "cgpm" else None
@@ -155,4 +166,4 @@ def refine_group_lengthscales(
         if not improved:
             break
     progress.update("Group lengthscales refined", 1.0)
-    return factors, points
+    return GroupRefinement(factors, points, best_losses)

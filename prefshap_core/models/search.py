@@ -83,20 +83,21 @@ def select_on_holdout(
         if same:
             full = [r for r in coarse if _same_grid_point(r.point, best)]
     if refine:
-        factors, tried = refine_group_lengthscales(
+        refined = refine_group_lengthscales(
             fitter, train, validation, scales[0], weights[0], searched,
             progress.span(done, done + 0.25),
         )  # fmt: skip
         done += 0.25
-        record.points.extend(tried)
+        factors = refined.factors
+        record.points.extend(refined.points)
         record.item_group_factors = factors.items
         record.context_group_factors = factors.contexts
         if not factors.is_identity():
             fitter, full = with_factors(fitter, factors), None
-        penalty = min(tried, key=fitter.loss_of).penalty  # the group search's best
+        penalty = min(refined.points, key=fitter.loss_of).penalty  # the group search's best
         learned = refine_column_lengthscales(
             fitter, train, validation, scales[0], weights[0], searched, penalty,
-            progress.span(done, done + 0.1),
+            progress.span(done, done + 0.1), start_losses=refined.validation_losses,
         )  # fmt: skip
         done += 0.1
         if learned is not None:

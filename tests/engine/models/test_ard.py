@@ -10,6 +10,7 @@ from prefshap_core.datasets.synthetic import gpm_generated
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.models import ard
 from prefshap_core.models.hyperparameters import median_lengthscales
+from prefshap_core.models.refine import refine_group_lengthscales, with_factors
 from prefshap_core.models.search import PathFitter
 from prefshap_core.progress import ensure_progress
 from prefshap_core.solvers.options import SolverOptions
@@ -279,3 +280,17 @@ def test_a_guess_is_a_start_only_where_the_objective_is_lower(monkeypatch):
     )
     ignored, _ = ard.fit_alpha(k_nm, k_mm, y, 1e-3, start, guess=far)
     assert torch.equal(ignored, minimiser)  # the same path as without the guess
+
+
+def test_the_start_is_judged_on_the_group_searchs_own_losses(noisy_game, small_ard, monkeypatch):
+    """The column search's start is the group search's result on the same subsample and
+    centres: its per-duel losses, handed over, are bitwise those of fitting it again."""
+    fitter, args = _fitter(noisy_game), (1.0, 0.0, [1e-3], 1e-3, ensure_progress(None))
+    train, validation = np.arange(2500), np.arange(2500, 3000)
+    refined = refine_group_lengthscales(fitter, train, validation, *args[:3], args[4])
+    fitter = with_factors(fitter, refined.factors)
+    starts: list[np.ndarray] = []
+    monkeypatch.setattr(ard, "clearly_better", lambda learned, start: starts.append(start))
+    for known in (None, refined.validation_losses):
+        ard.refine_column_lengthscales(fitter, train, validation, *args, start_losses=known)
+    assert len(starts) == 2 and np.array_equal(starts[0], starts[1])

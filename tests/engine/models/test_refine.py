@@ -122,12 +122,12 @@ def test_cgpm_refinement_also_tunes_the_context_groups(tmp_path):
         compute=Compute(), solver=SolverOptions(), seed=0, n_centres=200,
         iterations=dict(zip(FAST["penalty_path"], FAST["cg_iterations"], strict=True)),
     )  # fmt: skip
-    factors, tried = refine_group_lengthscales(
+    refined = refine_group_lengthscales(
         fitter, split.train, split.validation, 2.0, 1.0, list(FAST["penalty_path"]),
         ensure_progress(None),
     )  # fmt: skip
-    assert set(factors.contexts) == set(data.context_space.group_names)
-    context_notes = {p.note.rsplit(" x", 1)[0] for p in tried[1:]}
+    assert set(refined.factors.contexts) == set(data.context_space.group_names)
+    context_notes = {p.note.rsplit(" x", 1)[0] for p in refined.points[1:]}
     assert set(data.context_space.group_names) <= context_notes
     # And the estimator stores what it found in the model file.
     model = CGPM(seed=0, **FAST).fit(data, split.train, split.validation)
