@@ -133,6 +133,25 @@ def test_pool_and_row_forms_agree():
     assert np.all(pooled.total[left == right] == 0)
 
 
+@pytest.mark.parametrize(("kind", "w"), [("gpm", 2.5), ("cgpm", 2.5), ("upm", 0.0)])
+def test_pool_rows_no_duel_uses_change_nothing(kind, w):
+    """g reads only the pool rows its duels use: a pool with many rows no duel meets
+    (a data set's whole item table under a few test duels) gives the same numbers."""
+    fn = _function(kind, w)
+    rng = np.random.default_rng(4)
+    left, right = rng.integers(0, 5, 12), rng.integers(0, 5, 12)  # rows 0-4 only
+    u = (fn.contexts, rng.integers(0, len(fn.contexts), 12)) if kind == "cgpm" else (None, None)
+    pool = np.vstack([fn.items[:5], rng.normal(size=(40, fn.items.shape[1]))])
+    np.testing.assert_array_equal(
+        fn.decision_on_pool(pool, left, right, *u), fn.decision_on_pool(pool[:5], left, right, *u)
+    )
+    np.testing.assert_allclose(
+        fn.decision_on_pool(pool, left, right, *u),
+        fn.decision(fn.items[left], fn.items[right], None if u[0] is None else u[0][u[1]]),
+        **TOL,
+    )
+
+
 def test_utility_share():
     parts = DecisionParts(np.array([3.0, -1.0]), np.array([-1.0, 1.0]))
     assert parts.mean_sizes() == (2.0, 1.0)
