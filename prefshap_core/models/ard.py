@@ -224,9 +224,11 @@ def _solved_system(
 ) -> tuple[NewtonSystem, tuple[torch.Tensor, torch.Tensor]]:
     """The Newton system at ``alpha`` and the LU factors of its Hessian (for chord steps)."""
     grad, hessian, jitter = _newton_system(k_nm, k_mm, y, alpha, penalty)
-    lu = torch.linalg.lu_factor(hessian)
-    step = torch.linalg.lu_solve(*lu, grad[:, None])[:, 0]
-    return NewtonSystem(grad, hessian, jitter, step), lu
+    factors, pivots, info = torch.linalg.lu_factor_ex(hessian)
+    if int(info) != 0:  # as torch.linalg.solve does: the search ends on a LinAlgError
+        raise torch.linalg.LinAlgError(f"the Newton system is singular (U[{int(info) - 1}] = 0)")
+    step = torch.linalg.lu_solve(factors, pivots, grad[:, None])[:, 0]
+    return NewtonSystem(grad, hessian, jitter, step), (factors, pivots)
 
 
 def penalised_objective(

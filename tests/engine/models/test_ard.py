@@ -294,3 +294,12 @@ def test_the_start_is_judged_on_the_group_searchs_own_losses(noisy_game, small_a
     for known in (None, refined.validation_losses):
         ard.refine_column_lengthscales(fitter, train, validation, *args, start_losses=known)
     assert len(starts) == 2 and np.array_equal(starts[0], starts[1])
+
+
+def test_a_singular_newton_system_is_a_linalg_error():
+    """learn_lengthscales ends its search on torch.linalg.LinAlgError (as the solve
+    before the chord steps raised): an exactly singular Hessian must raise that type."""
+    k_nm = torch.full((20, 4), 1e10, dtype=torch.float64)  # every entry equal: rank one
+    y = torch.where(torch.arange(20) % 4 == 0, -1.0, 1.0).double()  # a gradient to follow
+    with pytest.raises(torch.linalg.LinAlgError):
+        ard.fit_alpha(k_nm, k_nm[:4].clone(), y, 1e-3, torch.zeros(4, dtype=torch.float64))
