@@ -75,6 +75,11 @@ class CoalitionClasses(_FixedClasses):
     q_col: np.ndarray  # (queries,) column of each query in Gamma
 
 
+def _mask_key(mask: np.ndarray) -> bytes:
+    """A coalition's key in the kept classes (``PoolUniverse._classes``)."""
+    return np.packbits(mask).tobytes()
+
+
 def _row_keys(rows: np.ndarray) -> list[bytes]:
     rows = np.ascontiguousarray(rows + 0.0)  # -0.0 and 0.0 alike
     return [row.tobytes() for row in rows]
@@ -129,7 +134,7 @@ class PoolUniverse:
 
     def fixed_classes(self, mask: np.ndarray) -> _FixedClasses:
         """The pool and centre classes of one coalition (computed once, then kept)."""
-        cache_key = np.packbits(mask).tobytes()
+        cache_key = _mask_key(mask)
         found = self._classes.get(cache_key)
         if found is not None:
             return found
@@ -161,7 +166,7 @@ class PoolUniverse:
         if not fixed.key_to_label:
             keys = _row_keys(self.rows[fixed.first][:, mask[self.column_player]])
             fixed.key_to_label.update((k, label) for label, k in enumerate(keys))
-            cache_key = np.packbits(mask).tobytes()
+            cache_key = _mask_key(mask)
             if self._classes.get(cache_key) is fixed:  # counted while it is kept
                 size = len(keys) * (len(keys[0]) + 100) if keys else 0
                 self._class_bytes[cache_key] += size
