@@ -204,7 +204,7 @@ def _newton_system(
     """(gradient, Hessian, jitter) of the penalised logistic objective at ``alpha``."""
     n, m = k_nm.shape
     d1, d2 = logistic_terms(y, k_nm @ alpha)
-    grad = k_nm.T @ d1 / n + penalty * (k_mm @ alpha)
+    grad = _gradient_of(k_nm, k_mm, d1, alpha, penalty)
     jitter = 1e-10 * torch.diagonal(k_mm).mean().detach()
     hessian = (k_nm.T * d2) @ k_nm / n + penalty * k_mm
     hessian = hessian + (penalty * jitter + 1e-12) * torch.eye(m, dtype=k_nm.dtype)
@@ -216,6 +216,13 @@ def _gradient(
 ) -> torch.Tensor:
     """The gradient of :func:`_newton_system` alone (the same floats): O(nM), no Hessian."""
     d1, _ = logistic_terms(y, k_nm @ alpha)
+    return _gradient_of(k_nm, k_mm, d1, alpha, penalty)
+
+
+def _gradient_of(
+    k_nm: torch.Tensor, k_mm: torch.Tensor, d1: torch.Tensor, alpha: torch.Tensor, penalty
+) -> torch.Tensor:
+    """``K^T d1 / n + penalty K_MM alpha``, ``d1`` the log losses' first derivatives."""
     return k_nm.T @ d1 / k_nm.shape[0] + penalty * (k_mm @ alpha)
 
 
