@@ -233,18 +233,6 @@ def test_documented_output_sd_reader_matches_decision_sd(tmp_path, monkeypatch, 
         )
 
 
-@pytest.mark.parametrize("block", [4, 13, 512])
-def test_data_term_by_lower_blocks_is_the_gram(monkeypatch, block):
-    monkeypatch.setattr(posterior, "_PANEL", block)
-    rng = np.random.default_rng(3)
-    z = torch.as_tensor(rng.standard_normal((50, 13)))
-    out = torch.ones((13, 13), dtype=torch.float64)  # it adds to what is there
-    posterior._add_gram(out, z)
-    expected = 1.0 + z.numpy().T @ z.numpy()
-    lower = np.tril_indices(13)
-    np.testing.assert_allclose(out.numpy()[lower], expected[lower], rtol=1e-13)
-
-
 def test_ill_conditioned_posterior_matches_a_40_digit_reference():
     """A smooth kernel (lengthscale scale 8) makes K_MM + j I nearly singular; whitening
     the summed data term from both sides then lost ~1e-3 of g's sd (and its Cholesky
