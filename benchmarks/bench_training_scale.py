@@ -87,11 +87,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     codes = ([("base", args.baseline)] if args.baseline else []) + [("new", HERE)]
-    import prefshap_core.mkl_dispatch as dispatch  # this checkout's rows; absent in old ones
+    import prefshap_core.malloc_tuning as tuning  # this checkout's rows; absent in old ones
+    import prefshap_core.mkl_dispatch as dispatch
 
     print(f"MKL fast path on AMD CPUs (new rows): {dispatch.STATUS}")
-    tuning = sys.modules.get("prefshap_core.malloc_tuning")  # absent before 2026-12-07
-    print(f"malloc thresholds (new rows): {tuning.STATUS if tuning else 'n/a'}")
+    print(f"malloc thresholds (new rows): {tuning.STATUS}")
     print(f"{'case':<12} {'model':<5} {'code':<5} {'train s':>8} {'CPU s':>7} {'GB':>5} "
           f"{'chosen':<6} {'AUC':<12} {'ratio':>6}  load")  # fmt: skip
     times: dict[tuple[str, str, str], float] = {}

@@ -32,6 +32,8 @@ import ctypes.util
 import os
 import sys
 
+from prefshap_core.env_switch import turned_off
+
 DISABLE_ENV = "PREFSHAP_MALLOC_TUNING"
 USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 # mallopt's parameter numbers (glibc's malloc.h)
@@ -52,8 +54,9 @@ def enable() -> str:
 
 
 def _enable() -> str:
-    if os.environ.get(DISABLE_ENV, "1").strip().lower() in {"0", "false", "no", "off"}:
-        return f"off: {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
+    switched = turned_off(DISABLE_ENV)
+    if switched:
+        return switched
     if sys.platform != "linux":
         return f"off: not Linux ({sys.platform})"
     given = [name for name in USER_SETTINGS if name in os.environ]

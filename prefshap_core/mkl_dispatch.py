@@ -39,6 +39,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from prefshap_core.env_switch import turned_off
+
 DISABLE_ENV = "PREFSHAP_MKL_FAST_PATH"
 SYMBOL = "mkl_serv_intel_cpu_true"
 STUB_SOURCE = f"int {SYMBOL}(void) {{ return 1; }}\n"
@@ -120,8 +122,9 @@ def enable() -> str:
 
 
 def _enable() -> str:
-    if os.environ.get(DISABLE_ENV, "1").strip().lower() in {"0", "false", "no", "off"}:
-        return f"off: {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
+    switched = turned_off(DISABLE_ENV)
+    if switched:
+        return switched
     if sys.platform != "linux" or platform.machine() not in {"x86_64", "AMD64"}:
         return f"off: not Linux x86-64 ({sys.platform}, {platform.machine()})"
     vendor = cpu_vendor()

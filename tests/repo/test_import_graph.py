@@ -20,7 +20,8 @@ ROOT = repo_root()
 # Lowest first. A package may import its own layer's modules of its own package and
 # any package of a lower layer. "__init__" is prefshap_core/__init__.py (the version).
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "mkl_dispatch", "malloc_tuning"}),
+    frozenset({"errors", "env_switch"}),
+    frozenset({"mkl_dispatch", "malloc_tuning"}),
     frozenset({"__init__", "paths", "compute", "progress", "budget", "csv_safety"}),
     frozenset({"kernels", "data", "metrics"}),
     frozenset({"solvers", "datasets"}),
