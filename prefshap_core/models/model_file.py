@@ -107,7 +107,7 @@ def model_arrays(fn: PreferenceFunction) -> dict[str, np.ndarray]:
 
 
 # Members written without compression: the posterior factor is dense float noise that
-# deflate shrinks by 3.5 % at ~40 MB/s (2,000 centres: 32 MB, 1.2 s of every save,
+# deflate shrinks by 3.5 % at ~30 MB/s (2,000 centres: 32 MB, 1.2 s of every save,
 # twice in the dashboard's cache with its baseline). Readers take either method.
 STORED_ARRAYS = frozenset({"posterior_factor"})
 
