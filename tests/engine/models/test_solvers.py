@@ -139,12 +139,15 @@ def test_singular_centre_gram_gets_more_jitter_and_the_same_predictions():
 
 
 # -- logistic loss ----------------------------------------------------------------
-@pytest.fixture(params=["dense", "cg"])
+@pytest.fixture(params=["dense", "dense-duels", "cg"])
 def newton_directions(request, monkeypatch) -> str:
-    """Both ways a Newton direction is found: the M x M Hessian (small cached problems,
-    the default here) or preconditioned CG (everything else; forced by the limit 0)."""
+    """Every way a Newton direction is found: exactly on small cached problems, from the
+    M x M Hessian (the default here: n = 4 M) or the n x n duels' form (forced), or by
+    preconditioned CG (everything else; forced by the limit 0)."""
     if request.param == "cg":
         monkeypatch.setattr(logistic, "DENSE_NEWTON_MAX_CENTRES", 0)
+    if request.param == "dense-duels":
+        monkeypatch.setattr(logistic, "DENSE_NEWTON_FORM", "duels")
     return request.param
 
 
@@ -183,6 +186,34 @@ def test_small_cached_problems_take_hessian_directions_and_large_ones_cg(monkeyp
     assert dense.converged and cg.converged
     assert rel(dense.alpha, cg.alpha) < 1e-6
     assert rel(op.mm(dense.alpha), op.mm(cg.alpha)) < 1e-9
+
+
+def test_the_duels_form_gives_the_hessians_direction(monkeypatch):
+    """The n x n form (push-through identity) against the M x M Hessian's direction,
+    at curvatures from 0 to 1/4 and penalties down to the search's smallest; and the
+    cost rule takes it at 1.6 duels per centre and 7 Newton steps."""
+    kernel, rows, _ = duel_problem("gpm")
+    op = kernel.operator(rows, np.arange(150))  # n = 240 duels, M = 150 centres
+    pre = FalkonPreconditioner(op.centre_gram(), SolverOptions().jitter_for(op.dtype))
+    by_centres = logistic._dense_system(op, pre.t_lower, n_steps=7)
+    assert by_centres is not None and by_centres.row_gram is not None  # auto: n = 1.6 M
+    monkeypatch.setattr(logistic, "DENSE_NEWTON_FORM", "centres")
+    by_hessian = logistic._dense_system(op, pre.t_lower, n_steps=7)
+    assert by_hessian is not None and by_hessian.row_gram is None
+    rng = np.random.default_rng(3)
+    for penalty in (1e-1, 1e-4, 1e-7):
+        curvature = torch.as_tensor(rng.uniform(0.0, 0.25, op.n_rows)) / op.n_rows
+        curvature[:10] = 0.0  # p = 0 or 1 exactly
+        gradient = torch.as_tensor(rng.normal(size=op.n_centres))
+        args = (curvature, pre.t_lower, penalty, gradient)
+        duels = logistic._dense_newton_direction(by_centres, *args)
+        centres = logistic._dense_newton_direction(by_hessian, *args)
+        assert duels is not None and centres is not None
+        assert rel(duels, centres) < 1e-8
+        # and both solve H delta = gradient, H = K^T C K + penalty (K_MM + jitter I)
+        k_nm, k_mm = dense_parts(op)
+        hessian = k_nm.T @ (curvature[:, None] * k_nm) + penalty * with_jitter(k_mm, pre.jitter)
+        assert rel(hessian @ duels, gradient) < 1e-6
 
 
 def test_float32_and_uncached_operators_solve_by_cg():
