@@ -206,6 +206,7 @@ def test_the_duels_form_gives_the_hessians_direction(monkeypatch):
         curvature[:10] = 0.0  # p = 0 or 1 exactly
         gradient = torch.as_tensor(rng.normal(size=op.n_centres))
         args = (curvature, pre.t_lower, penalty, gradient)
+        assert logistic._push_through_is_accurate(by_centres, curvature, penalty)
         duels = logistic._dense_newton_direction(by_centres, *args)
         centres = logistic._dense_newton_direction(by_hessian, *args)
         assert duels is not None and centres is not None
@@ -214,6 +215,13 @@ def test_the_duels_form_gives_the_hessians_direction(monkeypatch):
         k_nm, k_mm = dense_parts(op)
         hessian = k_nm.T @ (curvature[:, None] * k_nm) + penalty * with_jitter(k_mm, pre.jitter)
         assert rel(hessian @ duels, gradient) < 1e-6
+    # Where the subtraction could cost more than PUSH_THROUGH_MAX_ROUNDING, the step is
+    # the Hessian's, the same floats.
+    tiny = 1e-13
+    assert not logistic._push_through_is_accurate(by_centres, curvature, tiny)
+    args = (curvature, pre.t_lower, tiny, gradient)
+    fallback = logistic._dense_newton_direction(by_centres, *args)
+    assert torch.equal(fallback, logistic._dense_newton_direction(by_hessian, *args))
 
 
 def test_float32_and_uncached_operators_solve_by_cg():
