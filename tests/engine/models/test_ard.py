@@ -201,6 +201,21 @@ def test_newton_step_backward_is_autograds_through_the_hessian(ties):
         )
 
 
+def test_the_data_hessian_is_the_full_products_and_exactly_symmetric():
+    """The panel-built K^T diag(d2) K against the plain GEMM (sizes that leave partial
+    panels), with some curvatures 0; symmetric to the bit (the LU and its backward see a
+    full matrix)."""
+    gen = torch.Generator().manual_seed(5)
+    for n, m in ((300, 97), (1000, 250)):
+        k_nm = torch.rand(n, m, generator=gen, dtype=torch.float64)
+        d2 = 0.25 * torch.rand(n, generator=gen, dtype=torch.float64)
+        d2[::7] = 0.0
+        hessian = ard._data_hessian(k_nm, d2)
+        expected = (k_nm.T * d2) @ k_nm
+        assert torch.equal(hessian, hessian.T)
+        assert float((hessian - expected).abs().max()) <= 1e-13 * float(expected.abs().max())
+
+
 def test_reusing_the_inner_fits_last_newton_system_changes_nothing(
     noisy_game, small_ard, monkeypatch
 ):
