@@ -237,7 +237,9 @@ class DenseNewtonSystem:
     ``b = K_nM L^-T`` (``L L^T = K_MM + jitter I``): K_nM in the preconditioner's
     variable ``beta = L^T alpha``. ``row_gram``: the lower triangle of ``b b^T`` when
     the duels' form of the system is the cheaper (see :func:`_dense_newton_direction`);
-    it does not depend on the curvatures, so it is formed once per fit.
+    it does not depend on the curvatures, so it is formed once per fit. It stays small:
+    that form needs n < ~1.7 M, and n M^2 <= ``DENSE_NEWTON_MAX_ELEMENTS``, so n < ~830
+    (5.5 MB), within the training memory estimate's slack (``budget``).
     """
 
     b: torch.Tensor
