@@ -219,8 +219,7 @@ def _data_hessian(k_nm: torch.Tensor, d2: torch.Tensor) -> torch.Tensor:
     m = k_nm.shape[1]
     lower = torch.zeros((m, m), dtype=k_nm.dtype, device=k_nm.device)
     add_lower_gram(lower, k_nm * d2[:, None], k_nm)
-    lower = torch.tril(lower)
-    return lower + torch.tril(lower, -1).mT
+    return lower.tril() + lower.tril(-1).mT  # tril: the panels leave their blocks' upper part
 
 
 def _gradient(

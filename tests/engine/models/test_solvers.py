@@ -200,6 +200,7 @@ def test_the_duels_form_gives_the_hessians_direction(monkeypatch):
     monkeypatch.setattr(logistic, "DENSE_NEWTON_FORM", "centres")
     by_hessian = logistic._dense_system(op, pre.t_lower, n_steps=7)
     assert by_hessian is not None and by_hessian.row_gram is None
+    k_nm, k_mm = dense_parts(op)
     rng = np.random.default_rng(3)
     for penalty in (1e-1, 1e-4, 1e-7):
         curvature = torch.as_tensor(rng.uniform(0.0, 0.25, op.n_rows)) / op.n_rows
@@ -212,7 +213,6 @@ def test_the_duels_form_gives_the_hessians_direction(monkeypatch):
         assert duels is not None and centres is not None
         assert rel(duels, centres) < 1e-8
         # and both solve H delta = gradient, H = K^T C K + penalty (K_MM + jitter I)
-        k_nm, k_mm = dense_parts(op)
         hessian = k_nm.T @ (curvature[:, None] * k_nm) + penalty * with_jitter(k_mm, pre.jitter)
         assert rel(hessian @ duels, gradient) < 1e-6
     # Where the subtraction could cost more than PUSH_THROUGH_MAX_ROUNDING, the step is
