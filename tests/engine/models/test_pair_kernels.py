@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+import prefshap_core.kernels.operator as operator_module
 import prefshap_core.kernels.pair as pair_module
 from prefshap_core.compute import Compute
 from prefshap_core.kernels.bilinear import BilinearOperator
@@ -151,6 +152,26 @@ def test_operator_products_equal_dense_products(kind, variant, pools):
     elif kind != "upm":
         assert isinstance(op, BlockedKernelOperator)
         assert op.cached == (variant == {})
+
+
+@pytest.mark.parametrize("unblocked_max_bytes", [0, 2**30])
+def test_cached_gram_products_in_blocks_or_whole_equal_dense(
+    unblocked_max_bytes, monkeypatch: pytest.MonkeyPatch
+):
+    """A cached matrix above the unblocked size is read in fused row blocks (here 64
+    rows of 40 centres, four blocks and a partial one), below it in one piece."""
+    monkeypatch.setattr(operator_module, "_UNBLOCKED_MAX_BYTES", unblocked_max_bytes)
+    monkeypatch.setattr(operator_module, "_FUSED_BLOCK_BYTES", 64 * 40 * 8)
+    rng = np.random.default_rng(21)
+    matrix = torch.as_tensor(rng.normal(size=(300, 40)))
+    op = operator_module.dense_operator(matrix, torch.arange(40), as_cache=True)
+    assert op._fused_rows == (300 if unblocked_max_bytes else 64)
+    v = torch.as_tensor(rng.normal(size=(40, 2)))
+    weights = torch.as_tensor(rng.uniform(0, 1, 300))
+    expected = matrix.T @ (weights[:, None] * (matrix @ v))
+    torch.testing.assert_close(op.gram_mv(v, weights), expected, rtol=0, atol=1e-11)
+    torch.testing.assert_close(op.gram_mv(v[:, 0]), matrix.T @ (matrix @ v[:, 0]),
+                               rtol=0, atol=1e-11)  # fmt: skip
 
 
 @pytest.mark.parametrize("variant", OPERATOR_VARIANTS[1:])

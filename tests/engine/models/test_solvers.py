@@ -15,7 +15,7 @@ from prefshap_core.kernels.operator import dense_operator
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.progress import Progress
 from prefshap_core.solvers import logistic
-from prefshap_core.solvers.cg import conjugate_gradient
+from prefshap_core.solvers.cg import batched_pcg, conjugate_gradient
 from prefshap_core.solvers.falkon import fit_squared
 from prefshap_core.solvers.logistic import fit_logistic, logistic_objective
 from prefshap_core.solvers.options import SolverOptions
@@ -361,6 +361,49 @@ def test_conjugate_gradient_solves_an_spd_system():
     assert result.iterations <= 2 * 30  # n in exact arithmetic; a little slack for rounding
     assert result.residuals[-1] <= 1e-13
     assert rel(result.x, torch.linalg.solve(h, b)) < 1e-10
+
+
+def test_conjugate_gradient_follows_the_batched_rules_for_one_vector():
+    """The lean one-vector loop against batched_pcg on one column: the same solution,
+    iteration count within rounding, and the same answers at the edges."""
+    rng = np.random.default_rng(5)
+    q = torch.as_tensor(rng.normal(size=(40, 40)))
+    h = q @ q.T / 40 + 0.05 * torch.eye(40, dtype=torch.float64)
+    b = torch.as_tensor(rng.normal(size=40))
+    lean = conjugate_gradient(lambda v: h @ v, b, max_iterations=500, tolerance=1e-10)
+    batched = batched_pcg(lambda v: h @ v, b[None, :, None], tol=1e-10, max_iter=500)
+    assert lean.converged and lean.residuals[-1] <= 1e-10
+    assert len(lean.residuals) == lean.iterations
+    assert abs(lean.iterations - int(batched.iterations.max())) <= 2
+    assert rel(lean.x, batched.x[0, :, 0]) < 1e-9
+    # The recursive residual is the true one up to rounding.
+    true_residual = float(torch.linalg.vector_norm(b - h @ lean.x) / torch.linalg.vector_norm(b))
+    assert true_residual < 1e-9
+    # A warm start at the solution: nothing to do, the start returned as it is.
+    warm = conjugate_gradient(lambda v: h @ v, b, x0=lean.x, max_iterations=5, tolerance=1e-6)
+    assert warm.iterations == 0 and warm.converged and torch.equal(warm.x, lean.x)
+    # A cap on the iterations: not converged, the residual after each one recorded.
+    capped = conjugate_gradient(lambda v: h @ v, b, max_iterations=3, tolerance=1e-12)
+    assert capped.iterations == 3 and len(capped.residuals) == 3 and not capped.converged
+    # A zero right-hand side: zero, at once.
+    zero = conjugate_gradient(lambda v: h @ v, torch.zeros(40, dtype=torch.float64),
+                              max_iterations=5, tolerance=1e-8)  # fmt: skip
+    assert zero.iterations == 0 and not bool(zero.x.any())
+
+
+def test_conjugate_gradient_stops_on_a_null_direction_and_raises_on_non_finite():
+    # A right-hand side in the null space of a PSD system: the first direction has
+    # zero curvature, so nothing moves and the loop ends (unconverged), as batched_pcg.
+    h = torch.diag(torch.tensor([2.0, 1.0, 0.0], dtype=torch.float64))
+    b = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+    result = conjugate_gradient(lambda v: h @ v, b, max_iterations=50, tolerance=1e-12)
+    batched = batched_pcg(lambda v: h @ v, b[None, :, None], tol=1e-12, max_iter=50)
+    assert result.iterations == 0 and not result.converged and not bool(result.x.any())
+    assert int(batched.iterations.max()) == 0 and not bool(batched.x.any())
+    with pytest.raises(SolverError, match="non-finite"):
+        conjugate_gradient(lambda v: v * float("nan"), b, max_iterations=5, tolerance=1e-8)
+    with pytest.raises(SolverError, match="not finite"):
+        conjugate_gradient(lambda v: h @ v, b * float("inf"), max_iterations=5, tolerance=1e-8)
 
 
 def test_triangular_gram_equals_the_full_product():
