@@ -25,10 +25,12 @@ over (a seeded sample of 512 of) the centre duels are kept (the first is the fil
 contract, the second guards the predictions); dropped columns only remove a positive
 semi-definite part.
 
-:func:`with_training_posterior` widens the stored factor by the penalty's first-order
-bias ``u = n lam Sigma (K_MM + j I) alpha`` (``F F^T + u u^T``, a rank-one update of the
-same shape: :func:`widen_by_penalty_bias`), which the prior-averaged Sigma
-underestimates for a truth rougher than the prior.
+:func:`with_training_posterior` widens the stored factor by the penalty's bias
+``u = n lam Sigma K (alpha + u1)``, ``K = K_MM + j I``, where the plug-in
+``u1 = n lam Sigma K alpha`` is de-shrunk once (the fit alpha is itself shrunk by about
+``u1``): ``F F^T + u u^T``, a rank-one update of the same shape
+(:func:`widen_by_penalty_bias`), which the prior-averaged Sigma underestimates for a
+truth rougher than the prior.
 :func:`with_holdout_dispersion` then scales the factor by ``c >= 1`` from the
 validation duels' calibration slope (docs/method.md, "Calibration"): the Laplace
 posterior covers the penalised fit, whose shrinkage it does not contain.
@@ -83,7 +85,7 @@ MAX_CALIBRATION_DUELS = 2_000
 class Posterior:
     factor: np.ndarray  # (M, r) F, Sigma ~= F F^T
     info: dict  # what it was computed from (stored in the model's metadata)
-    # (r,) v: the penalty's first-order bias of alpha is u = F v (widen_by_penalty_bias)
+    # (r,) v: the penalty's bias of alpha, de-shrunk once, is u = F v (widen_by_penalty_bias)
     bias_coordinates: np.ndarray
 
 
@@ -146,10 +148,14 @@ def laplace_posterior(
     kept = _kept_columns(full, centres, trace_share)
     r = len(kept)
     factor = full[:, kept]
-    # The penalty's first-order bias of alpha, u = n lam Sigma (K_MM + j I) alpha, in
-    # the factor's coordinates: u = F v (see widen_by_penalty_bias).
+    # The penalty's bias of alpha, u = n lam Sigma K (alpha + u1) with K = K_MM + j I and
+    # the plug-in u1 = n lam Sigma K alpha: the fit alpha is itself shrunk by about u1,
+    # so one step de-shrinks it (docs/method.md, "Calibration"). In the factor's
+    # coordinates, u = F v (see widen_by_penalty_bias).
     k_alpha = centres @ alpha + jitter * alpha
-    bias_coordinates = (n * penalty) * (factor.T @ k_alpha)
+    plug_in = factor @ ((n * penalty) * (factor.T @ k_alpha))
+    k_deshrunk = k_alpha + centres @ plug_in + jitter * plug_in
+    bias_coordinates = (n * penalty) * (factor.T @ k_deshrunk)
     factor = factor.cpu().numpy()
     info = {
         "method": "laplace",
@@ -340,7 +346,7 @@ def with_training_posterior(
 
 def widen_by_penalty_bias(factor: np.ndarray, bias_coordinates: np.ndarray) -> np.ndarray:
     """``F'`` with ``F' F'^T = F F^T + u u^T``, ``u = F v``: the posterior widened by the
-    penalty's first-order bias of alpha (docs/method.md, "Calibration"), same shape.
+    penalty's bias of alpha (docs/method.md, "Calibration"), same shape.
 
     ``F F^T + F v v^T F^T = F (I + v v^T) F^T`` and ``(I + v v^T)^1/2 = I + gamma v v^T``
     with ``gamma = (sqrt(1 + |v|^2) - 1) / |v|^2``, so ``F' = F + gamma u v^T``: a rank-one

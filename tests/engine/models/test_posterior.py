@@ -97,9 +97,12 @@ def test_posterior_equals_the_dense_formula(kind, weight):
     assert full.shape == (fn.n_centres, fn.n_centres)
     error = np.linalg.norm(full @ full.T - sigma) / np.linalg.norm(sigma)
     assert error < 1e-8
-    # The penalty's first-order bias of alpha, u = F v = n lam Sigma (K_MM + j I) alpha.
-    bias = sigma @ prior @ fn.alpha
-    assert np.linalg.norm(bias) > 0
+    # The penalty's bias of alpha, u = F v = n lam Sigma K (alpha + u1), K = K_MM + j I,
+    # with the plug-in u1 = n lam Sigma K alpha (prior = n lam K): de-shrunk once.
+    plug_in = sigma @ prior @ fn.alpha
+    bias = sigma @ prior @ (fn.alpha + plug_in)
+    assert np.linalg.norm(plug_in) > 0
+    assert np.linalg.norm(bias - plug_in) > 1e-6 * np.linalg.norm(plug_in)  # a real step
     u = full @ post.bias_coordinates
     assert np.linalg.norm(u - bias) < 1e-8 * np.linalg.norm(bias)
     # The stored factor keeps at least 99.9 % of trace(Sigma), widened by that bias.
