@@ -52,3 +52,13 @@ class Compute:
 def default_compute(dtype: str = "float64") -> Compute:
     """CUDA when torch sees a GPU, else CPU."""
     return Compute(device="cuda" if torch.cuda.is_available() else "cpu", dtype=dtype)
+
+
+def transposed(matrix: torch.Tensor) -> torch.Tensor:
+    """``matrix.T`` in row-major memory: the same floats as ``matrix.T.contiguous()``,
+    written through a transposed view of the new matrix, a copy torch's CPU backend
+    parallelises where ``.contiguous()`` does not (780 x 700 float64, two cores: 0.22
+    against 0.49 ms; the exact Pokémon explanation makes two per coalition)."""
+    out = torch.empty((matrix.shape[1], matrix.shape[0]), dtype=matrix.dtype, device=matrix.device)
+    out.T.copy_(matrix)
+    return out

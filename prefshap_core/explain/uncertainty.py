@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from prefshap_core.compute import Compute
+from prefshap_core.compute import Compute, transposed
 from prefshap_core.explain.games.base import DuelBatch
 from prefshap_core.explain.shapley.coalitions import bits_from_masks, masks_from_bits
 from prefshap_core.explain.shapley.exact import exact_shapley_matrix
@@ -298,9 +298,11 @@ class _ContextBrackets:
         _, index = unique_rows(np.asarray(fn.centres_context))
         self.cu = c.index(index)
         self.embedding, self._universe = game.embedding, None
-        self.xi = fn.centre_brackets_on_pool(
-            batch.items, batch.left, batch.right, None, None, c, context_factor=False
-        ).T.contiguous()  # (M, D)
+        self.xi = transposed(
+            fn.centre_brackets_on_pool(
+                batch.items, batch.left, batch.right, None, None, c, context_factor=False
+            )
+        )  # (M, D)
 
     def boundary(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         b, fn, c = self.batch, self.fn, self.compute

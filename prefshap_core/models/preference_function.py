@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from prefshap_core.compute import Compute
+from prefshap_core.compute import Compute, transposed
 from prefshap_core.data.feature_space import FeatureSpace
 from prefshap_core.errors import NotFittedError
 from prefshap_core.kernels.rbf import rbf_gram
@@ -303,7 +303,7 @@ class PreferenceFunction:
         ia, ib = position[:, 0], position[:, 1]
         context = compute.index(keys[:, 2]) if with_context else None
         if gpm_weight != 0:
-            ku_rows = ku.T.contiguous() if with_context else None  # (C, M)
+            ku_rows = transposed(ku) if with_context else None  # (C, M)
             for start in range(0, len(keys), chunk):
                 block = slice(start, start + chunk)
                 pair = k_left.index_select(0, ia[block]) * k_right.index_select(0, ib[block])

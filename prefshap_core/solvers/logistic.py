@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from prefshap_core.compute import transposed
 from prefshap_core.kernels.operator import KernelOperator
 from prefshap_core.progress import Progress, ensure_progress
 from prefshap_core.solvers.cg import conjugate_gradient
@@ -261,7 +262,7 @@ def _dense_system(
         or op.n_rows * op.n_centres > _DENSE_BLOCK_ELEMENTS  # B's own memory: <= 32 MB
     ):
         return None
-    b = torch.linalg.solve_triangular(t_lower, cache.T, upper=False).T.contiguous()
+    b = transposed(torch.linalg.solve_triangular(t_lower, cache.T, upper=False))
     if not _duel_form_pays(op.n_rows, op.n_centres, n_steps):
         return DenseNewtonSystem(b, None)
     row_gram = torch.zeros((op.n_rows, op.n_rows), dtype=b.dtype, device=b.device)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from prefshap_core.compute import Compute
+from prefshap_core.compute import Compute, transposed
 from prefshap_core.explain.cme.base import CMEProblem, EngineStats, maybe_timed
 from prefshap_core.explain.cme.classes import CoalitionClasses, PoolBinding, Universe
 from prefshap_core.explain.options import CORRECTIONS, NystromOptions
@@ -276,7 +276,7 @@ class NystromEmbedding(PoolBinding):
             # Query rows of F; a pool class's row carries the diagonal term's c / lambda.
             q_idx = c.index(q_pool)
             f_q = torch.cat([f_pool[q_idx] * (self.ridge / lam[q_idx])[:, None], fac.factor[r:]])
-            h = torch.cholesky_solve(f_q.T.contiguous(), chol)  # (m, q')
+            h = torch.cholesky_solve(transposed(f_q), chol)  # (m, q')
         y, delta = self._centre_side(co, xc, f_pool, pair_w, lam, missed, q_pool)
         with maybe_timed(stats, "gemm", 2.0 * t * m * q):
             middle = y @ h  # (t, q')
