@@ -20,6 +20,7 @@ from tests.dashboard.browser import (
     require_browser,
     running_app,
     trained_headline,
+    upload_items_and_duels,
 )
 from tests.dashboard.hostile import (
     FILE_NAME,
@@ -87,12 +88,15 @@ def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
         page.goto(f"{url}/data?dataset={quote(LINKED_DATASET)}")
         page.get_by_text("is not available here").wait_for()
         page.get_by_text("Upload CSV files").click()
-        uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-        for k, data in enumerate((items, duels)):
-            uploads.nth(k).set_input_files(
+        # Both files through the shared helper: set back to back, the duels file was most
+        # likely dropped by the rerun the items file started (CI, 2026-12-07, loaded).
+        upload_items_and_duels(
+            page,
+            *(
                 {"name": FILE_NAME, "mimeType": "text/csv", "buffer": data}
-            )
-        page.get_by_text("it is now the active dataset").wait_for()
+                for data in (items, duels)
+            ),
+        )
         no_error_on(page)
 
         page.get_by_role("link", name="Train").click()
