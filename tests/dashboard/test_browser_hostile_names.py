@@ -105,7 +105,7 @@ def test_hostile_names_fetch_nothing_from_outside(tmp_path: Path) -> None:
         centres.fill("60")
         centres.press("Enter")
         page.get_by_role("button", name="Train").click()
-        trained_headline(page, "C-GPM").wait_for(timeout=240_000)
+        trained_headline(page, "C-GPM").wait_for(timeout=300_000)  # load ~6 margin
         query = _rankings_query(page, ("session", "dataset"))
         session, dataset = query["session"][0], query["dataset"][0]
 
