@@ -212,15 +212,20 @@ def upload_items_and_duels(page, items, duels, tries: int = 3) -> None:
     first, confirmed by the page asking for the duels, and each file is set again
     until the page has it.
     """
+    upload_until_shown(page, 0, items, "Upload duels.csv to continue.", tries)
+    upload_until_shown(page, 1, duels, "it is now the active dataset", tries)
+
+
+def upload_until_shown(page, uploader: int, payload, shown: str, tries: int = 3) -> None:
+    """Set the Data page's ``uploader``-th file (0: items, 1: duels) until ``shown``
+    appears, at most ``tries`` times (a rerun may drop a file: see above)."""
     uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-    steps = ((items, "Upload duels.csv to continue."), (duels, "it is now the active dataset"))
-    for k, (payload, shown) in enumerate(steps):
-        files = str(payload) if isinstance(payload, Path) else payload
-        for attempt in range(tries):
-            uploads.nth(k).set_input_files(files)
-            try:
-                page.get_by_text(shown).wait_for(timeout=60_000)
-                break
-            except Exception as error:
-                if attempt == tries - 1:
-                    raise AssertionError(f"upload {k + 1} not taken in {tries} tries") from error
+    files = str(payload) if isinstance(payload, Path) else payload
+    for attempt in range(tries):
+        uploads.nth(uploader).set_input_files(files)
+        try:
+            page.get_by_text(shown).wait_for(timeout=60_000)
+            return
+        except Exception as error:
+            if attempt == tries - 1:
+                raise AssertionError(f"upload {uploader + 1} not taken in {tries} tries") from error

@@ -19,6 +19,7 @@ from tests.dashboard.browser import (
     require_browser,
     running_app,
     trained_headline,
+    upload_until_shown,
     wait_for_plot,
 )
 
@@ -49,9 +50,7 @@ def test_wide_choice_table_uploaded_trained_and_explained(tmp_path: Path, warm_c
         page.goto(f"{url}/data")
         page.get_by_text("Upload CSV files").click()
         # the second uploader is duels.csv; a wide table needs no items.csv
-        uploads = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-        uploads.nth(1).set_input_files(str(table))
-        page.get_by_text("it is now the active dataset").wait_for()
+        upload_until_shown(page, 1, table, "it is now the active dataset")
         # the summary's caption (the format help and the notes quote such lines too)
         read_as = page.get_by_test_id("stCaptionContainer").filter(
             has_text=re.compile(r"^read as: wide choice table; ")
