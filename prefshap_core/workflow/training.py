@@ -17,7 +17,7 @@ from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData, Split, group_folds, group_holdout, split_duels
 from prefshap_core.data.reserved_names import check_dataset_names
 from prefshap_core.explain.cme.regulariser import LambdaSearch, choose_cme_lambda
-from prefshap_core.metrics import duel_rankability
+from prefshap_core.metrics import rankability_in_background
 from prefshap_core.models.estimators import PreferenceModel
 from prefshap_core.models.hyperparameters import (
     CV_FOLDS,
@@ -175,6 +175,10 @@ def _train_within_budget(
     kernel_cache_bytes: int,
 ) -> TrainingResult:
     solver = SolverOptions(cache_budget_bytes=kernel_cache_bytes)
+    decided = data.decided(split.train)  # ties have no winner: not in the dominance graph
+    rankability = rankability_in_background(
+        data.winners()[decided], data.losers()[decided], data.n_items
+    )
     small = len(split.test) < SMALL_TEST
     outer = progress
     if small:  # the CV fits are K more small fits: they get the second half of the bar
@@ -237,9 +241,7 @@ def _train_within_budget(
             candidate.cv = cross_validated_auc(data, _fixed(settings, candidate), part)
             candidate.seconds += candidate.cv.get("seconds", 0.0)
     outer.update("Rankability (SpecR)", 0.96)
-    decided = data.decided(split.train)  # ties have no winner: not in the dominance graph
-    winners, losers = data.winners()[decided], data.losers()[decided]
-    specr, specr_items = duel_rankability(winners, losers, data.n_items)
+    specr, specr_items = rankability.result()
     outer.update("Choosing the CME regularisers", 0.97)
     function = choose_cme_regularisers(model.function_, settings)
     baseline_metrics = None if baseline is None else baseline.test

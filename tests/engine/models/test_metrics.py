@@ -8,6 +8,7 @@ from prefshap_core.metrics import (
     duel_rankability,
     log_loss,
     log_losses,
+    rankability_in_background,
     roc_auc,
     spectral_rankability,
 )
@@ -64,6 +65,31 @@ def test_duel_rankability_limits_items_and_reports_count():
     l_ = (w + rng.integers(1, 50, 2000)) % 50
     value, used = duel_rankability(w, l_, 50, max_items=20)
     assert used == 20 and 0.0 <= value <= 1.0
+
+
+def test_background_rankability_equals_the_direct_one_and_restores_blas_threads():
+    from threadpoolctl import threadpool_info
+
+    before = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    rng = np.random.default_rng(2)
+    w = rng.integers(0, 80, 3000)
+    l_ = (w + rng.integers(1, 80, 3000)) % 80
+    futures = [rankability_in_background(w, l_, 80) for _ in range(3)]  # overlapping limits
+    direct = duel_rankability(w, l_, 80)
+    for future in futures:
+        assert future.result(timeout=60) == direct
+    after = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert after == before
+
+
+def test_background_rankability_raises_what_the_measure_raises(monkeypatch):
+    def broken(winners, losers, n_items):
+        raise FloatingPointError("eigenvalues did not converge")
+
+    monkeypatch.setattr("prefshap_core.metrics.duel_rankability", broken)
+    future = rankability_in_background(np.array([0]), np.array([1]), 2)
+    with pytest.raises(FloatingPointError, match="did not converge"):
+        future.result(timeout=60)
 
 
 def test_log_losses_match_the_direct_formula_and_halve_ties():
