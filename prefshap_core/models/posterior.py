@@ -35,10 +35,12 @@ truth rougher than the prior.
 validation duels' calibration slope (docs/method.md, "Calibration"): the Laplace
 posterior covers the penalised fit, whose shrinkage it does not contain.
 
-Above ``POSTERIOR_MAX_DUELS`` training duels the data term uses a seeded subsample
-``S`` scaled by ``n / |S|`` (an unbiased estimate of ``K_nM^T W K_nM``): its cost is
-``~2 |S| M^2`` (a triangular solve and half a Gram), which keeps the posterior within
-15 % of the training time.
+Above ``POSTERIOR_MAX_DUELS`` training duels the data term (but a UPM's over its items,
+which costs about the same for any number of duels) uses a seeded sample
+``S`` of that many, drawn with probability proportional to the curvature ``w_i`` and
+reweighted by the inverse probability (an unbiased estimate of ``K_nM^T W K_nM``,
+:func:`_sampled_rows`): its cost is ``~2 |S| M^2`` (a triangular solve and half a
+Gram), which keeps the posterior within 15 % of the training time.
 """
 
 from __future__ import annotations
@@ -61,11 +63,14 @@ from prefshap_core.solvers.options import SolverOptions
 from prefshap_core.solvers.preconditioner import jittered_cholesky
 
 # Training duels used for the data term at most (see the module docstring): 6,000 x
-# M = 2,000 is ~5e10 flops. The calibration barely depends on it: with half of the
-# 4,800 training duels the 90 % coverage of the App. B and noisy-utility games moved
-# by +0.00 to +0.03 (slightly wider) on all 10 seeds, while the posterior's share of
-# the 10,000-duel set's (faster) training was 15 % at 8,000.
+# M = 2,000 is ~5e10 flops. Fewer inflate Sigma (an unbiased estimate of its inverse
+# overestimates it): on Pokémon (40,000 training duels, M = 2,000) the test duels'
+# Laplace sd were a median 1.12x the all-duel posterior's with 6,000 drawn by
+# curvature, 1.21x with 4,000, and 1.26x with 6,000 drawn uniformly (the rule before;
+# docs/method.md, "Cost").
 POSTERIOR_MAX_DUELS = 6_000
+# Candidates per sampled duel: the uniform first stage of the sample (_sampled_rows).
+_CANDIDATES = 3
 # Share of trace(Sigma) (and of the centre duels' prediction variance) the factor keeps.
 TRACE_SHARE = 0.999
 _BLOCK_DUELS = 2048  # rows per kernel block of the data term (33 MB at M = 2,000)
@@ -115,33 +120,49 @@ def laplace_posterior(
     compute = Compute(device=(compute or Compute()).device, dtype="float64")
     n = len(left)
     m = fn.n_centres
-    rows = np.arange(n)
-    if n > max_duels:
-        rows = np.sort(np.random.default_rng([seed, 7]).choice(n, max_duels, replace=False))
-    kernel, duels, centre_duels = _bracket_kernel(
-        fn, pool, left[rows], right[rows], context_pool,
-        None if context_index is None else np.asarray(context_index)[rows], compute,
-    )  # fmt: skip
+    alpha = compute.tensor(fn.alpha)
+    rows, row_weights, operator = np.arange(n), None, None
+    if n <= max_duels or fn.kind == "upm":
+        kernel, duels, centre_duels = _bracket_kernel(
+            fn, pool, left, right, context_pool, context_index, compute
+        )
+        operator = kernel.operator(duels, centre_duels) if fn.kind == "upm" else None
+    # A UPM's data term over its items costs about the same for any number of duels
+    # (_add_utility_data_term): every duel, exactly, no sample.
+    item_rows = isinstance(operator, DifferenceOperator) and _item_rows_pay(operator)
+    if n > max_duels and not item_rows:
+        rows, weights = _sampled_rows(
+            fn, pool, left, right, context_pool, context_index, alpha, compute, max_duels, seed
+        )
+        row_weights = compute.tensor(weights)
+        kernel, duels, centre_duels = _bracket_kernel(
+            fn, pool, left[rows], right[rows], context_pool,
+            None if context_index is None else np.asarray(context_index)[rows], compute,
+        )  # fmt: skip
+        operator = kernel.operator(duels, centre_duels) if fn.kind == "upm" else None
     # K_MM by row blocks, not symmetrised: its readers (the Cholesky) read the lower
     # triangle only, and a full-size gather scratch is 2 x 32 MB of fresh memory.
     centres = kernel.matrix(centre_duels, centre_duels, block_rows=_BLOCK_DUELS)
     lower, jitter = jittered_cholesky(centres, relative_jitter * m)
     # H_beta = Z^T Z + n lam I with Z = W^1/2 K_nM L^-T, the whitened training rows.
     h_beta = torch.zeros((m, m), dtype=torch.float64, device=compute.torch_device)
-    alpha = compute.tensor(fn.alpha)
-    operator = kernel.operator(duels, centre_duels) if fn.kind == "upm" else None
     if isinstance(operator, DifferenceOperator) and _item_rows_pay(operator):
-        _add_utility_data_term(h_beta, operator, lower, alpha)
+        if row_weights is None:
+            p = torch.sigmoid(operator.mm(alpha))  # D[l] @ alpha - D[r] @ alpha
+            row_weights = p * (1.0 - p)
+        _add_utility_data_term(h_beta, operator, lower, row_weights)
     else:
-        for _, _, b in kernel.row_blocks(duels, centre_duels, _BLOCK_DUELS):
-            p = torch.sigmoid(b @ alpha)
-            b.mul_((p * (1.0 - p)).sqrt_()[:, None])
+        for lo, hi, b in kernel.row_blocks(duels, centre_duels, _BLOCK_DUELS):
+            if row_weights is None:
+                p = torch.sigmoid(b @ alpha)
+                b.mul_((p * (1.0 - p)).sqrt_()[:, None])
+            else:
+                b.mul_(row_weights[lo:hi].sqrt()[:, None])
             # Z^T = L^-1 (W^1/2 K_b)^T: a left solve on the transposed view ran ~20 %
             # faster than the right solve Z = W^1/2 K_b L^-T (MKL, two cores).
             z = torch.linalg.solve_triangular(lower, b.T, upper=False).T
             add_lower_gram(h_beta, z, panel=_PANEL)
     # Only the lower triangle is filled: the Cholesky (and eigh) below read only it.
-    h_beta *= n / len(rows)
     h_beta.diagonal().add_(n * penalty)
     full = _full_factor(lower, h_beta, floor=n * penalty)
     del h_beta
@@ -169,6 +190,86 @@ def laplace_posterior(
     return Posterior(factor, info, bias_coordinates.cpu().numpy())
 
 
+def _sampled_rows(
+    fn: PreferenceFunction,
+    pool: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    context_pool: np.ndarray | None,
+    context_index: np.ndarray | None,
+    alpha: torch.Tensor,
+    compute: Compute,
+    size: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` of the duels and their weights in the data term's unbiased estimate
+    ``sum_S weight_i z_i z_i^T`` (``z_i`` the whitened bracket, unweighted).
+
+    Two stages, both unbiased: a seeded uniform sample of ``_CANDIDATES`` x ``size``
+    duels, whose curvatures one pass over their kernel rows gives (bounded work at any
+    n), then :func:`_curvature_sample` from those.
+    """
+    n = len(left)
+    rng = np.random.default_rng([seed, 7])
+    candidates = np.sort(rng.choice(n, min(n, _CANDIDATES * size), replace=False))
+    ctx = None if context_index is None else np.asarray(context_index)[candidates]
+    curvature = _curvatures(fn, pool, left[candidates], right[candidates], context_pool,
+                            ctx, alpha, compute)  # fmt: skip
+    picked, weights = _curvature_sample(curvature, size, seed)
+    return candidates[picked], weights * (n / len(candidates))
+
+
+def _curvatures(
+    fn: PreferenceFunction,
+    pool: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    context_pool: np.ndarray | None,
+    context_index: np.ndarray | None,
+    alpha: torch.Tensor,
+    compute: Compute,
+) -> np.ndarray:
+    """``p_i (1 - p_i)``, ``p_i = sigmoid(f_i)``, of every duel (one pass over the rows)."""
+    kernel, duels, centres = _bracket_kernel(
+        fn, pool, left, right, context_pool, context_index, compute
+    )
+    out = np.empty(len(left))
+    for lo, hi, b in kernel.row_blocks(duels, centres, _BLOCK_DUELS):
+        p = torch.sigmoid(b @ alpha)
+        out[lo:hi] = (p * (1.0 - p)).cpu().numpy()
+    return out
+
+
+def _curvature_sample(curvature: np.ndarray, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` rows (sorted), row i drawn with probability ``pi_i = min(1, c w_i)``
+    (``sum pi = size``), and their weights ``w_i / pi_i``.
+
+    ``sum_S (w_i / pi_i) z_i z_i^T`` is then unbiased for the data term, and the duels
+    that carry most of it (curvature near 1/4, not the confidently predicted ones) are
+    the ones kept: uncapped rows all weigh ``1 / c``. Systematic sampling in a seeded
+    random order draws exactly ``size`` rows with exactly those probabilities.
+    """
+    w = np.clip(np.asarray(curvature, dtype=np.float64), 0.0, None)
+    size = min(size, int(np.count_nonzero(w)))
+    if size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    descending = np.sort(w)[::-1]
+    rest = np.cumsum(descending[::-1])[::-1]  # rest[k]: the sum of all but the k largest
+    capped = 0  # rows with pi = 1: the largest, while c w would exceed 1
+    while capped < size - 1 and (size - capped) * descending[capped] > rest[capped]:
+        capped += 1
+    pi = np.minimum(1.0, w * ((size - capped) / rest[capped]))
+    pi[np.argsort(-w, kind="stable")[:capped]] = 1.0
+    rng = np.random.default_rng([seed, 8])
+    order = rng.permutation(np.flatnonzero(pi > 0))
+    edges = np.cumsum(pi[order])
+    points = rng.random() + np.arange(size)
+    # (the clip: a last point past the rounded total belongs to the last interval)
+    picked = order[np.minimum(np.searchsorted(edges, points, side="right"), len(order) - 1)]
+    rows = np.sort(picked)
+    return rows, w[rows] / pi[rows]
+
+
 def _item_rows_pay(operator: DifferenceOperator) -> bool:
     """Whether the UPM's data term is cheaper over its items than over its duels: at
     most as many distinct items as duels (the items' Gram is a full GEMM's panels, the
@@ -177,7 +278,7 @@ def _item_rows_pay(operator: DifferenceOperator) -> bool:
 
 
 def _add_utility_data_term(
-    out: torch.Tensor, operator: DifferenceOperator, lower: torch.Tensor, alpha: torch.Tensor
+    out: torch.Tensor, operator: DifferenceOperator, lower: torch.Tensor, w: torch.Tensor
 ) -> None:
     """The lower triangle of ``out += Z^T Z`` for a UPM, whose rows ``D[l] - D[r]`` are
     differences of item rows (:class:`DifferenceOperator`).
@@ -185,13 +286,13 @@ def _add_utility_data_term(
     With ``E = D L^-T`` (each distinct item whitened once, not each duel),
     ``Z^T Z = E^T C E`` for the comparison graph's weighted Laplacian
     ``C = sum_i w_i (e_l - e_r)(e_l - e_r)^T`` (``e_a``: the unit vector of item a): a
-    sparse product and an items x M^2 Gram instead of two n x M^2 passes (tennis: 6,000
-    sampled duels between ~1,600 players). ``E``'s rows are bounded (``e_a`` is item a's
-    feature projected on the centre duels' span, ``|e_a|^2 <= k(a, a) = 1``), so C's
-    cancellations cost ~eps, far below ``n lam``.
+    sparse product and an items x M^2 Gram instead of two n x M^2 passes (tennis: 77,000
+    duels between ~1,600 players), whose cost barely grows with the duels, so they are
+    not sampled. ``E``'s rows are bounded (``e_a`` is item
+    a's feature projected on the centre duels' span, ``|e_a|^2 <= k(a, a) = 1``), so C's
+    cancellations cost ~eps, far below ``n lam``. ``w``: each duel's weight (its
+    curvature, or its weight in the sample).
     """
-    p = torch.sigmoid(operator.mm(alpha))  # D[l] @ alpha - D[r] @ alpha
-    w = p * (1.0 - p)
     left, right = operator.left, operator.right
     items = operator.factor.shape[0]
     index = torch.stack(

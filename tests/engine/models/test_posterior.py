@@ -163,17 +163,64 @@ def test_squared_loss_models_have_no_posterior():
         model.function_.decision_sd(data.items[:2], data.items[2:4])
 
 
-def test_large_data_use_a_seeded_subsample_of_the_duels():
-    model, data = _fit("gpm", 1.0)
+@pytest.mark.parametrize("kind", ["gpm", "upm", "cgpm"])
+def test_large_data_use_a_seeded_subsample_of_the_duels(kind):
+    model, data = _fit(kind, 1.0)
     fn, train = model.function_, model.train_duels_
-    args = (fn, data.items, data.left[train], data.right[train], data.y[train], 1e-3, 1e-13)
+    ctx = (data.contexts, data.context_index[train]) if kind == "cgpm" else (None, None)
+    args = (fn, data.items, data.left[train], data.right[train], data.y[train], 1e-3, 1e-13,
+            *ctx)  # fmt: skip
     small = laplace_posterior(*args, max_duels=100, seed=4)
     again = laplace_posterior(*args, max_duels=100, seed=4)
+    whole = laplace_posterior(*args)
+    assert whole.info["n_duels_used"] == len(train)  # below the cap: every duel
+    if kind == "upm":  # over its items, the data term costs the same for every duel
+        assert small.info["n_duels_used"] == len(train)
+        np.testing.assert_array_equal(small.factor, whole.factor)
+        return
     assert small.info["n_duels_used"] == 100 and small.info["n_duels"] == len(train)
     np.testing.assert_array_equal(small.factor, again.factor)
-    whole = laplace_posterior(*args)
     ratio = np.trace(small.factor @ small.factor.T) / np.trace(whole.factor @ whole.factor.T)
-    assert 0.5 < ratio < 2.0  # the same size: the data term is scaled by n / |S|
+    assert 0.5 < ratio < 2.0  # the same size: the data term is reweighted, not shrunk
+
+
+def test_curvature_sample_draws_each_duel_with_its_probability():
+    rng = np.random.default_rng(1)
+    w = rng.random(40) * 0.25
+    w[:3] = [5.0, 0.0, 1e-6]  # one capped at pi = 1, one never drawn, one almost never
+    draws, counts = 4000, np.zeros(40)
+    pi = np.full(40, np.nan)
+    for seed in range(draws):
+        rows, weights = posterior._curvature_sample(w, 8, seed)
+        assert len(rows) == 8 and len(np.unique(rows)) == 8 and np.all(np.diff(rows) > 0)
+        counts[rows] += 1
+        pi[rows] = w[rows] / weights
+    assert counts[0] == draws and counts[1] == 0
+    np.testing.assert_allclose(pi[3:] / w[3:], pi[3] / w[3], rtol=1e-12)  # pi = c w below 1
+    pi[1:3] = w[1:3] * (pi[3] / w[3])  # rows 1-2 (almost) never drawn: their pi by c
+    np.testing.assert_allclose(pi.sum(), 8.0, rtol=1e-12)  # sum pi = sample size
+    se = np.sqrt(pi * (1 - pi) / draws)
+    assert np.all(np.abs(counts / draws - pi)[3:] <= 4.5 * se[3:] + 1e-12)
+
+
+def test_sampled_data_term_is_unbiased():
+    """E[sum_S weight_i h_i] = sum_i w_i h_i over the two-stage sample, for any h."""
+    model, data = _fit("gpm", 1.0)
+    fn, train = model.function_, model.train_duels_
+    left, right = data.left[train], data.right[train]
+    compute = Compute(dtype="float64")
+    alpha = compute.tensor(fn.alpha)
+    w = posterior._curvatures(fn, data.items, left, right, None, None, alpha, compute)
+    h = np.random.default_rng(2).standard_normal(len(train)) ** 2
+    sums = []
+    for seed in range(600):
+        rows, weights = posterior._sampled_rows(
+            fn, data.items, left, right, None, None, alpha, compute, 30, seed
+        )
+        sums.append(weights @ h[rows])
+    sums = np.asarray(sums)
+    assert abs(sums.mean() - w @ h) <= 4.5 * sums.std() / np.sqrt(len(sums))
+    assert sums.std() > 0  # a sample, not every duel
 
 
 def _with_factor(kind: str, seed: int = 0):
