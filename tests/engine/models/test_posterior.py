@@ -128,6 +128,23 @@ def test_upm_data_term_over_items_equals_the_one_over_duels(monkeypatch):
     assert np.linalg.norm(sigma_items - sigma_duels) < 1e-10 * np.linalg.norm(sigma_duels)
 
 
+def test_upm_held_out_sds_over_items_equal_the_ones_over_duels(monkeypatch):
+    """The dispersion's held-out g and sd of a UPM, formed over the duels' distinct items
+    ((D F)[l] - (D F)[r]), are the bracket rows' (D[l] - D[r]) F."""
+    model, data = _fit("upm", 0.0)
+    fn, duels = model.function_, np.arange(data.n_duels)
+    args = (fn, data.items, data.left[duels], data.right[duels], None, None, Compute())
+    used = []
+    monkeypatch.setattr(posterior, "_item_rows_pay", lambda op: used.append(True) or True)
+    g_items, sd_items = posterior._decision_and_sd(*args)
+    monkeypatch.setattr(posterior, "_item_rows_pay", lambda op: False)
+    g_rows, sd_rows = posterior._decision_and_sd(*args)
+    assert used
+    np.testing.assert_allclose(g_items, g_rows, rtol=0, atol=1e-10 * np.abs(g_rows).max())
+    np.testing.assert_allclose(sd_items, sd_rows, rtol=1e-8)
+    np.testing.assert_allclose(g_rows, model.decision_function(data, duels), rtol=1e-10)
+
+
 def test_widening_by_the_penalty_bias_adds_u_u_t_in_the_same_shape():
     rng = np.random.default_rng(2)
     factor, v = rng.normal(size=(9, 6)), rng.normal(size=6)
