@@ -3,6 +3,7 @@
     python benchmarks/bench_uncertainty.py                 # 5 seeds per generator
     python benchmarks/bench_uncertainty.py --seeds 2 --centres 500   # faster
     python benchmarks/bench_uncertainty.py --pokemon       # + explain cost on Pokémon
+    python benchmarks/bench_uncertainty.py --skip-calibration --sampling   # sample vs all
 
 Calibration: a GPM is trained on duels drawn from ``sigmoid(g_true)`` and the 90 %
 interval ``g_hat +- 1.645 sd`` is checked against ``g_true`` on the held-out test
@@ -19,6 +20,12 @@ posterior's own seconds, ``metadata["posterior"]["seconds"]``; target <= 15 %), 
 with ``--pokemon`` an exact explanation with and without uncertainty on 1,000
 Pokémon test duels, one-shot as ``prefshap explain`` (target <= 2x; see
 :func:`pokemon_cost`).
+
+Sampling (``--sampling``): above ``POSTERIOR_MAX_DUELS`` training duels the data term
+is estimated from a sample drawn by curvature (docs/method.md, "Cost"); printed per
+real data set and model (seed 0), the test duels' Laplace sd (before the dispersion)
+with the product's sample against the posterior from every training duel: median,
+10 % and 90 % quantiles of their ratio, and both posteriors' seconds.
 """
 
 from __future__ import annotations
@@ -141,6 +148,46 @@ def pokemon_cost(centres: int, n_duels: int = 1000) -> list[dict]:
     return rows
 
 
+def sampling_row(name: str, kind: str) -> dict:
+    """The product's sampled posterior against the all-duel one, on a real data set."""
+    from dataclasses import replace
+
+    from prefshap_core.datasets.registry import load_dataset
+    from prefshap_core.models.estimators import CGPM, UPM
+    from prefshap_core.models.posterior import laplace_posterior
+
+    data = load_dataset(name, seed=0)
+    model = {"gpm": GPM, "upm": UPM, "cgpm": CGPM}[kind](seed=0).fit(data, posterior=False)
+    fn, train, test = model.function_, model.train_duels_, split_duels(data.n_duels, 0).test
+    contexts = kind == "cgpm"
+    args = (
+        fn, data.items, data.left[train], data.right[train], data.y[train], model.penalty_,
+        model.solver_.jitter_for(model.compute_.torch_dtype),
+        data.contexts if contexts else None, data.context_index[train] if contexts else None,
+    )  # fmt: skip
+    test_ctx = (data.contexts, data.context_index[test]) if contexts else ()
+    sds, seconds, used = {}, {}, 0
+    for label, max_duels in (("all", len(train)), ("sampled", None)):
+        start = time.perf_counter()
+        cap = {} if max_duels is None else {"max_duels": max_duels}
+        post = laplace_posterior(*args, seed=0, trace_share=1.0, **cap)
+        seconds[label] = time.perf_counter() - start
+        used = post.info["n_duels_used"]
+        sds[label] = replace(fn, posterior_factor=post.factor).decision_sd_on_pool(
+            data.items, data.left[test], data.right[test], *test_ctx
+        )
+    # (a duel between identical rows has sd 0 under every posterior: left out)
+    positive = sds["all"] > 0
+    ratio = sds["sampled"][positive] / sds["all"][positive]
+    return {
+        "data": name, "model": kind, "train_duels": len(train), "duels_used": used,
+        "test_duels_sd0": int((~positive).sum()),
+        "median_sd_ratio": float(np.median(ratio)), "p10": float(np.quantile(ratio, 0.1)),
+        "p90": float(np.quantile(ratio, 0.9)), "sampled_s": seconds["sampled"],
+        "all_s": seconds["all"],
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -148,6 +195,7 @@ def main() -> None:
     parser.add_argument("--pokemon", action="store_true")
     parser.add_argument("--pokemon-centres", type=int, default=2000)
     parser.add_argument("--skip-calibration", action="store_true")
+    parser.add_argument("--sampling", action="store_true")
     parser.add_argument(
         "--data-dir", default=os.environ.get("PREFSHAP_DATA_DIR", "/work/shared/data")
     )
@@ -166,6 +214,10 @@ def main() -> None:
         print(table.to_string(index=False))
         columns = ["coverage_90", "coverage_laplace", "posterior_extra"]
         print(table.groupby("generator")[columns].agg(["min", "max"]))
+    if args.sampling:
+        os.environ.setdefault("PREFSHAP_DATA_DIR", args.data_dir)
+        cases = (("pokemon", "gpm"), ("tennis", "cgpm"), ("tennis", "upm"))
+        print(pd.DataFrame([sampling_row(*case) for case in cases]).to_string(index=False))
     if args.pokemon:
         os.environ.setdefault("PREFSHAP_DATA_DIR", args.data_dir)
         print(pd.DataFrame(pokemon_cost(args.pokemon_centres)).to_string(index=False))
