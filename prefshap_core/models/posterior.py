@@ -121,36 +121,35 @@ def laplace_posterior(
     n = len(left)
     m = fn.n_centres
     alpha = compute.tensor(fn.alpha)
-    rows, row_weights, operator = np.arange(n), None, None
+    rows, row_weights, item_operator = np.arange(n), None, None
     if n <= max_duels or fn.kind == "upm":
         kernel, duels, centre_duels = _bracket_kernel(
             fn, pool, left, right, context_pool, context_index, compute
         )
-        operator = kernel.operator(duels, centre_duels) if fn.kind == "upm" else None
+        item_operator = _item_operator(fn, kernel, duels, centre_duels)
     # A UPM's data term over its items costs about the same for any number of duels
     # (_add_utility_data_term): every duel, exactly, no sample.
-    item_rows = isinstance(operator, DifferenceOperator) and _item_rows_pay(operator)
-    if n > max_duels and not item_rows:
+    if n > max_duels and item_operator is None:
         rows, weights = _sampled_rows(
-            fn, pool, left, right, context_pool, context_index, alpha, compute, max_duels, seed
+            fn, pool, left, right, context_pool, context_index, compute, max_duels, seed
         )
         row_weights = compute.tensor(weights)
         kernel, duels, centre_duels = _bracket_kernel(
             fn, pool, left[rows], right[rows], context_pool,
             None if context_index is None else np.asarray(context_index)[rows], compute,
         )  # fmt: skip
-        operator = kernel.operator(duels, centre_duels) if fn.kind == "upm" else None
+        item_operator = _item_operator(fn, kernel, duels, centre_duels)
     # K_MM by row blocks, not symmetrised: its readers (the Cholesky) read the lower
     # triangle only, and a full-size gather scratch is 2 x 32 MB of fresh memory.
     centres = kernel.matrix(centre_duels, centre_duels, block_rows=_BLOCK_DUELS)
     lower, jitter = jittered_cholesky(centres, relative_jitter * m)
     # H_beta = Z^T Z + n lam I with Z = W^1/2 K_nM L^-T, the whitened training rows.
     h_beta = torch.zeros((m, m), dtype=torch.float64, device=compute.torch_device)
-    if isinstance(operator, DifferenceOperator) and _item_rows_pay(operator):
+    if item_operator is not None:
         if row_weights is None:
-            p = torch.sigmoid(operator.mm(alpha))  # D[l] @ alpha - D[r] @ alpha
+            p = torch.sigmoid(item_operator.mm(alpha))  # D[l] @ alpha - D[r] @ alpha
             row_weights = p * (1.0 - p)
-        _add_utility_data_term(h_beta, operator, lower, row_weights)
+        _add_utility_data_term(h_beta, item_operator, lower, row_weights)
     else:
         for lo, hi, b in kernel.row_blocks(duels, centre_duels, _BLOCK_DUELS):
             if row_weights is None:
@@ -197,7 +196,6 @@ def _sampled_rows(
     right: np.ndarray,
     context_pool: np.ndarray | None,
     context_index: np.ndarray | None,
-    alpha: torch.Tensor,
     compute: Compute,
     size: int,
     seed: int,
@@ -206,38 +204,18 @@ def _sampled_rows(
     ``sum_S weight_i z_i z_i^T`` (``z_i`` the whitened bracket, unweighted).
 
     Two stages, both unbiased: a seeded uniform sample of ``_CANDIDATES`` x ``size``
-    duels, whose curvatures one pass over their kernel rows gives (bounded work at any
-    n), then :func:`_curvature_sample` from those.
+    duels, whose curvatures ``p (1 - p)`` their g gives (bounded work at any n), then
+    :func:`_curvature_sample` from those.
     """
     n = len(left)
     rng = np.random.default_rng([seed, 7])
     candidates = np.sort(rng.choice(n, min(n, _CANDIDATES * size), replace=False))
     ctx = None if context_index is None else np.asarray(context_index)[candidates]
-    curvature = _curvatures(fn, pool, left[candidates], right[candidates], context_pool,
-                            ctx, alpha, compute)  # fmt: skip
-    picked, weights = _curvature_sample(curvature, size, seed)
+    g, _ = _decision_and_sd(fn, pool, left[candidates], right[candidates], context_pool,
+                            ctx, compute, with_sd=False)  # fmt: skip
+    p = torch.sigmoid(torch.from_numpy(g)).numpy()
+    picked, weights = _curvature_sample(p * (1.0 - p), size, seed)
     return candidates[picked], weights * (n / len(candidates))
-
-
-def _curvatures(
-    fn: PreferenceFunction,
-    pool: np.ndarray,
-    left: np.ndarray,
-    right: np.ndarray,
-    context_pool: np.ndarray | None,
-    context_index: np.ndarray | None,
-    alpha: torch.Tensor,
-    compute: Compute,
-) -> np.ndarray:
-    """``p_i (1 - p_i)``, ``p_i = sigmoid(f_i)``, of every duel (one pass over the rows)."""
-    kernel, duels, centres = _bracket_kernel(
-        fn, pool, left, right, context_pool, context_index, compute
-    )
-    out = np.empty(len(left))
-    for lo, hi, b in kernel.row_blocks(duels, centres, _BLOCK_DUELS):
-        p = torch.sigmoid(b @ alpha)
-        out[lo:hi] = (p * (1.0 - p)).cpu().numpy()
-    return out
 
 
 def _curvature_sample(curvature: np.ndarray, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -268,6 +246,19 @@ def _curvature_sample(curvature: np.ndarray, size: int, seed: int) -> tuple[np.n
     picked = order[np.minimum(np.searchsorted(edges, points, side="right"), len(order) - 1)]
     rows = np.sort(picked)
     return rows, w[rows] / pi[rows]
+
+
+def _item_operator(
+    fn: PreferenceFunction, kernel: PairKernel, duels: DuelIndex, centres: DuelIndex
+) -> DifferenceOperator | None:
+    """A UPM's brackets as differences of item rows, where products over its items are
+    the cheaper (:func:`_item_rows_pay`); else None (the duels' rows are used)."""
+    if fn.kind != "upm":
+        return None
+    operator = kernel.operator(duels, centres)
+    return (
+        operator if isinstance(operator, DifferenceOperator) and _item_rows_pay(operator) else None
+    )
 
 
 def _item_rows_pay(operator: DifferenceOperator) -> bool:
@@ -521,6 +512,7 @@ def with_holdout_dispersion(
     g, sd = _decision_and_sd(
         fn, data.items, data.left[holdout], data.right[holdout], ctx_pool, ctx_index, compute
     )
+    assert sd is not None
     c, a = dispersion(g, sd, data.y[holdout])
     info = dict(fn.metadata.get("posterior", {}))
     info.update(dispersion=c, calibration_slope=a, calibration_duels=len(holdout),
@@ -537,23 +529,31 @@ def _decision_and_sd(
     context_pool: np.ndarray | None,
     context_index: np.ndarray | None,
     compute: Compute,
-) -> tuple[np.ndarray, np.ndarray]:
-    """g and its posterior sd per duel (contexts given for a C-GPM), from one pass over
-    the duels' brackets (:func:`_bracket_kernel`'s rows, in one reused buffer)."""
+    with_sd: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """g and its posterior sd per duel (contexts given for a C-GPM; ``with_sd=False``:
+    g alone, sd None), from one pass over the duels' brackets (:func:`_bracket_kernel`'s
+    rows, in one reused buffer: 3x faster than ``decision_on_pool`` on 18,000 Pokémon
+    duels, which forms every pool item's kernel to the centres)."""
     kernel, duels, centres = _bracket_kernel(
         fn, pool, left, right, context_pool, context_index, compute
     )
-    alpha, factor = compute.tensor(fn.alpha), compute.tensor(fn.require_posterior())
-    operator = kernel.operator(duels, centres) if fn.kind == "upm" else None
-    if isinstance(operator, DifferenceOperator) and _item_rows_pay(operator):
+    alpha = compute.tensor(fn.alpha)
+    factor = compute.tensor(fn.require_posterior()) if with_sd else None
+    operator = _item_operator(fn, kernel, duels, centres)
+    if operator is not None:
         # b(x) F = (D F)[l] - (D F)[r]: the products over the distinct items (tennis:
         # ~1,100 players in 2,000 held-out duels, 0.25 -> 0.12 s at M = r = 2,000)
         g = operator.mm(alpha).cpu().numpy()
+        if factor is None:
+            return g, None
         return g, torch.linalg.vector_norm(operator.mm(factor), dim=1).cpu().numpy()
-    g, sd = np.empty(len(left)), np.empty(len(left))
+    g = np.empty(len(left))
+    sd = np.empty(len(left)) if factor is not None else None
     for lo, hi, b in kernel.row_blocks(duels, centres, _BLOCK_DUELS):
         g[lo:hi] = (b @ alpha).cpu().numpy()
-        sd[lo:hi] = torch.linalg.vector_norm(b @ factor, dim=1).cpu().numpy()
+        if factor is not None:
+            sd[lo:hi] = torch.linalg.vector_norm(b @ factor, dim=1).cpu().numpy()
     return g, sd
 
 
