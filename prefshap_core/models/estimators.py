@@ -35,7 +35,12 @@ from prefshap_core.models.hyperparameters import (
     scale_candidates,
 )
 from prefshap_core.models.path_fitter import PathFitter
-from prefshap_core.models.posterior import with_holdout_dispersion, with_training_posterior
+from prefshap_core.models.posterior import (
+    POSTERIOR_MAX_DUELS,
+    TrainingSystem,
+    with_holdout_dispersion,
+    with_training_posterior,
+)
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.models.search import cross_validate, select_on_holdout
 from prefshap_core.progress import Progress, ensure_progress
@@ -170,18 +175,30 @@ class PreferenceModel:
             and len(scales) * len(penalties) * len(weights) > 1
         )
         search = progress.span(0, 0.97)
+        system = None  # the chosen fit's K_nM and factors, for its posterior
         if use_cv:
             train = np.concatenate([train, validation])
             record, alpha = cross_validate(fitter, train, scales, penalties, search, weights)
         else:
             # Lengthscales given by the user are meant as they are: not refined.
             refine = self.refine_lengthscales and self.lengthscales is None
-            record, alpha, fitter = select_on_holdout(
-                fitter, train, validation, scales, penalties, search, weights, refine=refine
+            keep = (
+                posterior
+                and self.loss == "logistic"
+                and self.kind != "upm"  # its posterior may run over items (posterior.py)
+                and len(train) <= POSTERIOR_MAX_DUELS
             )
+            record, chosen_fit, fitter = select_on_holdout(
+                fitter, train, validation, scales, penalties, search, weights, refine=refine,
+                keep_system=keep,
+            )  # fmt: skip
+            alpha, system = chosen_fit.alpha, chosen_fit.system
+            del chosen_fit
         chosen = record.chosen
         assert chosen is not None
         centres = fitter.centres(len(train))  # the positions the search's fits used
+        if system is not None and not np.array_equal(system.centre_positions.cpu(), centres):
+            system = None  # (not the final fit's centres: never the case today)
 
         self.lengthscale_scale_ = chosen.lengthscale_scale
         # The fitter's lengthscales include the refined group factors (if any).
@@ -203,7 +220,8 @@ class PreferenceModel:
         # K-fold refits on every duel: none is held out to calibrate the posterior on.
         self.calibration_duels_ = np.empty(0, dtype=np.int64) if use_cv else validation
         if posterior:
-            self.add_posterior(data)
+            self._add_posterior(data, system)
+        del system
         self.fit_seconds_ = time.perf_counter() - start
         self.function_.metadata.update(self._metadata(data))
         progress.update("Done", 1.0)
@@ -214,11 +232,15 @@ class PreferenceModel:
 
         The squared loss has no likelihood to read one from: nothing is added then.
         """
+        return self._add_posterior(data, None)
+
+    def _add_posterior(self, data: DuelData, system: TrainingSystem | None) -> PreferenceModel:
         fn = self._fitted()
         if self.loss == "logistic" and fn.posterior_factor is None:
             fn = with_training_posterior(
-                fn, data, self.train_duels_, self.penalty_, self.solver_, self.compute_, self.seed
-            )
+                fn, data, self.train_duels_, self.penalty_, self.solver_, self.compute_,
+                self.seed, system,
+            )  # fmt: skip
             self.function_ = with_holdout_dispersion(
                 fn, data, self.calibration_duels_, self.compute_
             )

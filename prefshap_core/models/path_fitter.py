@@ -26,6 +26,7 @@ from prefshap_core.kernels.operator import (
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
 from prefshap_core.metrics import log_loss, roc_auc
 from prefshap_core.models.hyperparameters import SearchPoint, centre_count
+from prefshap_core.models.posterior import TrainingSystem
 from prefshap_core.progress import Progress
 from prefshap_core.solvers.falkon import fit_squared
 from prefshap_core.solvers.logistic import fit_logistic
@@ -37,6 +38,9 @@ class PathResult:
     point: SearchPoint
     alpha: torch.Tensor
     validation_g: np.ndarray  # g on the validation duels (empty without validation)
+    # The path's K_nM and factors, shared by its steps (PathFitter.keep_system): the
+    # chosen fit's Laplace posterior reuses them.
+    system: TrainingSystem | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +59,9 @@ class PathFitter:
     # Hold-out selection: a penalty path stops once this many steps in a row scored
     # worse than its best (None: every penalty; K-fold CV pools every penalty's folds).
     patience: int | None = None
+    # Keep a logistic path's TrainingSystem on its results (the final fit of one point,
+    # whose posterior follows): its K_nM then outlives the path.
+    keep_system: bool = False
 
     @property
     def criterion(self) -> str:
@@ -249,11 +256,14 @@ class PathFitter:
                     result = falkon_backend.fit_squared(op, y_train, penalty, self.solver)
                     score(penalty, result.alpha)
         elif self.loss == "logistic":
-            fit_logistic(
+            result = fit_logistic(
                 op, y_train, penalties, self.solver, part,
                 callback=lambda step, penalty, alpha: score(penalty, alpha),
                 cg_iterations=iterations,
             )  # fmt: skip
+            system = TrainingSystem.of(op, result) if self.keep_system else None
+            if system is not None:
+                results = [replace(r, system=system) for r in results]
         else:
             warm = None
             for j, penalty in enumerate(penalties):

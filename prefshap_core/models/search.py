@@ -52,8 +52,12 @@ def select_on_holdout(
     progress: Progress,
     utility_weights: list[float] | None = None,
     refine: bool = False,
-) -> tuple[SearchRecord, torch.Tensor, PathFitter]:
-    """Choose on the validation split; returns the record, the chosen alpha, the fitter.
+    keep_system: bool = False,
+) -> tuple[SearchRecord, PathResult, PathFitter]:
+    """Choose on the validation split; returns the record, the chosen fit, the fitter.
+
+    ``keep_system``: the final fit keeps its :class:`TrainingSystem` on the chosen
+    result (for its posterior), where it is a fit of its own (not the ranking's).
 
     With ``refine`` (and enough validation duels) the group lengthscales are refined
     at the chosen scale and utility weight (``models.refine``) before the final fit;
@@ -103,13 +107,13 @@ def select_on_holdout(
         if learned is not None:
             fitter, full = learned, None
     if full is None:
-        full = replace(fitter, patience=FINAL_PATH_PATIENCE).fit(
+        full = replace(fitter, patience=FINAL_PATH_PATIENCE, keep_system=keep_system).fit(
             train, validation, scales, penalties, progress.span(done, 1.0), utility_weights=weights
         )
         record.points.extend(r.point for r in full)
     best_full = full[_choose_result(fitter, full, y_val)]
     record.chosen = best_full.point
-    return record, best_full.alpha, fitter
+    return record, best_full, fitter
 
 
 def _choose_result(fitter: PathFitter, results: list[PathResult], y_val: np.ndarray) -> int:

@@ -193,6 +193,7 @@ def fit_logistic(
         converged=converged,
         jitter=pre.jitter,
         steps=steps,
+        centre_factor=pre.t_lower,
     )
 
 

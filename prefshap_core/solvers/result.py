@@ -42,6 +42,9 @@ class SolveResult:
     converged: bool
     jitter: float  # the absolute diagonal jitter the preconditioner used
     steps: list[NewtonStep] = field(default_factory=list)
+    # The preconditioner's lower L, L L^T = K_MM + jitter I (logistic fits): the fit's
+    # Laplace posterior is whitened by the same factor (models.posterior.TrainingSystem).
+    centre_factor: torch.Tensor | None = None
 
     @property
     def final_residual(self) -> float:

@@ -78,9 +78,9 @@ def test_the_final_path_ends_at_its_first_step_worse_than_its_best():
     )
     best = int(np.argmin([r.point.validation_log_loss for r in whole]))
     assert best < len(whole) - 2  # the case: worse steps after the best
-    record, alpha, _ = select_on_holdout(
+    record, chosen, _ = select_on_holdout(
         fitter, split.train, split.validation, [2.0], list(PENALTY_PATH), ensure_progress(None)
     )
     assert FINAL_PATH_PATIENCE == 1 and len(record.points) == best + 2
     assert record.chosen.penalty == whole[best].point.penalty
-    assert np.array_equal(alpha.numpy(), whole[best].alpha.numpy())
+    assert np.array_equal(chosen.alpha.numpy(), whole[best].alpha.numpy())

@@ -345,7 +345,7 @@ def test_ill_conditioned_posterior_matches_a_40_digit_reference():
 
 @pytest.mark.parametrize("block", [4, 13, 512])
 def test_upper_solve_by_panels_is_the_triangular_solve(monkeypatch, block):
-    monkeypatch.setattr(posterior, "_PANEL", block)
+    monkeypatch.setattr(posterior, "_INVERSE_PANEL", block)
     rng = np.random.default_rng(5)
     upper = torch.as_tensor(np.triu(rng.standard_normal((13, 13))) + 4.0 * np.eye(13))
     rhs = torch.as_tensor(np.triu(rng.standard_normal((13, 13))))
@@ -353,3 +353,115 @@ def test_upper_solve_by_panels_is_the_triangular_solve(monkeypatch, block):
     np.testing.assert_allclose(got.numpy(), np.linalg.solve(upper.numpy(), rhs.numpy()),
                                rtol=0, atol=1e-13)  # fmt: skip
     assert np.array_equal(np.tril(got.numpy(), -1), np.zeros((13, 13)))
+
+
+@pytest.mark.parametrize("block", [4, 13, 512])
+def test_lower_inverse_by_panels_is_the_inverse(monkeypatch, block):
+    monkeypatch.setattr(posterior, "_INVERSE_PANEL", block)
+    rng = np.random.default_rng(6)
+    lower = torch.as_tensor(np.tril(rng.standard_normal((13, 13))) + 4.0 * np.eye(13))
+    got = posterior._lower_inverse(lower).numpy()
+    np.testing.assert_allclose(got, np.linalg.inv(lower.numpy()), rtol=0, atol=1e-13)
+    assert np.array_equal(np.triu(got, 1), np.zeros((13, 13)))
+
+
+def test_centre_positions_match_items_order_and_context():
+    centres = DuelIndex.from_arrays([0, 1, 2, 0], [1, 2, 0, 1], [0, 0, 1, 0])
+    duels = DuelIndex.from_arrays([0, 1, 2, 2, 1, 0], [1, 0, 0, 0, 2, 1], [0, 0, 1, 0, 0, 1])
+    position = posterior._centre_positions(duels, centres)
+    # (0, 1, ctx 0) is centres 0 and 3 (equal rows: either); flipped, or another
+    # context, is no centre.
+    assert position[0] in (0, 3)
+    assert position[1:].tolist() == [-1, 2, -1, 1, -1]
+    no_context = posterior._centre_positions(
+        DuelIndex.from_arrays([2, 1], [0, 1]), DuelIndex.from_arrays([0, 2], [1, 0])
+    )
+    assert no_context.tolist() == [1, -1]
+
+
+@pytest.mark.parametrize("kind, weight", [("gpm", 2.0), ("cgpm", 1.0)])
+@pytest.mark.parametrize("sampled", [False, True])
+def test_centre_rows_whitened_from_the_inverse_equal_the_solved_ones(monkeypatch, kind, weight,
+                                                                     sampled):  # fmt: skip
+    """Training duels equal to a centre are whitened as ``L - j L^-T`` rows (no solve);
+    the posterior is the one from solving every row, with centres repeated among the
+    duels (their weights summed) and in a weighted sample."""
+    model, data = _fit(kind, weight)
+    fn = model.function_
+    train = model.train_duels_
+    centre_duels = train[posterior_centre_positions(model)]
+    train = np.concatenate([train, centre_duels[:5], centre_duels[:2]])  # repeats
+    with_context = kind == "cgpm"
+    args = (
+        fn, data.items, data.left[train], data.right[train], data.y[train], model.penalty_,
+        SolverOptions().jitter_for(torch.float64),
+        data.contexts if with_context else None,
+        data.context_index[train] if with_context else None,
+    )  # fmt: skip
+    # Sampled: a cap just below the duels draws by curvature, most centres among them.
+    size = len(train) - (20 if sampled else 0)
+    options = dict(trace_share=1.0, max_duels=size)
+    used = []
+    original = posterior._add_centre_rows
+
+    def spy(*a):
+        rest = original(*a)
+        used.append(len(a[5]) - len(rest[0]))  # the duels whitened without a solve
+        return rest
+
+    monkeypatch.setattr(posterior, "_add_centre_rows", spy)
+    by_inverse = laplace_posterior(*args, **options)
+    monkeypatch.setattr(posterior, "_add_centre_rows", lambda *a: (np.arange(len(a[5])), a[6]))
+    by_solves = laplace_posterior(*args, **options)
+    assert used and used[0] >= fn.n_centres // 2  # the centre rows were taken apart
+    sigma = by_solves.factor @ by_solves.factor.T
+    other = by_inverse.factor @ by_inverse.factor.T
+    assert np.linalg.norm(other - sigma) < 1e-10 * np.linalg.norm(sigma)
+
+
+def posterior_centre_positions(model) -> np.ndarray:
+    """The positions of a fit's centres among its training duels (as the fit drew them)."""
+    rng = np.random.default_rng(model.seed)
+    return np.sort(rng.choice(len(model.train_duels_), model.function_.n_centres, replace=False))
+
+
+@pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 2.0), ("cgpm", 1.0)])
+def test_a_fit_s_own_training_system_gives_the_recomputed_posterior(kind, weight):
+    """A fit keeps its K_nM, K_MM and preconditioner factor (TrainingSystem) for its
+    posterior; the stored factor is the one formed again from the kernel."""
+    model, data = _fit(kind, weight)
+    fn = model.function_
+    assert fn.metadata["posterior"]["n_duels_used"] == len(model.train_duels_)
+    again = posterior.with_training_posterior(
+        replace(fn, posterior_factor=None), data, model.train_duels_, model.penalty_,
+        model.solver_, model.compute_, model.seed,
+    )  # fmt: skip
+    again = posterior.with_holdout_dispersion(again, data, model.calibration_duels_,
+                                              model.compute_)  # fmt: skip
+    stored, formed = fn.posterior_factor, again.posterior_factor
+    assert stored.shape == formed.shape
+    sigma = formed @ formed.T
+    assert np.linalg.norm(stored @ stored.T - sigma) < 1e-10 * np.linalg.norm(sigma)
+
+
+def test_the_final_fit_hands_its_training_system_to_the_posterior(monkeypatch):
+    """The posterior of a fit is given that fit's own system (rows, centres, factor)."""
+    seen = []
+    original = posterior.laplace_posterior
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("system"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(posterior, "laplace_posterior", spy)
+    model, data = _fit("gpm", 2.0)
+    (system,) = seen
+    assert system is not None
+    m = model.function_.n_centres
+    assert system.rows.shape == (len(model.train_duels_), m)
+    assert np.array_equal(system.centre_positions.numpy(), posterior_centre_positions(model))
+    g = model.decision_function(data, model.train_duels_)
+    np.testing.assert_allclose(system.rows.numpy() @ model.function_.alpha, g, atol=1e-10)
+    lower = system.lower.numpy()
+    k_mm = system.centre_gram.numpy() + system.jitter * np.eye(m)
+    np.testing.assert_allclose(lower @ lower.T, k_mm, atol=1e-12)
