@@ -185,8 +185,8 @@ class PreferenceModel:
             keep = (
                 posterior
                 and self.loss == "logistic"
-                and self.kind != "upm"  # its posterior may run over items (posterior.py)
-                and len(train) <= POSTERIOR_MAX_DUELS
+                # (a UPM's posterior runs over its items, every duel: TrainingSystem.of)
+                and (self.kind == "upm" or len(train) <= POSTERIOR_MAX_DUELS)
             )
             record, chosen_fit, fitter = select_on_holdout(
                 fitter, train, validation, scales, penalties, search, weights, refine=refine,
@@ -197,7 +197,8 @@ class PreferenceModel:
         chosen = record.chosen
         assert chosen is not None
         centres = fitter.centres(len(train))  # the positions the search's fits used
-        if system is not None and not np.array_equal(system.centre_positions.cpu(), centres):
+        positions = None if system is None else system.centre_positions
+        if positions is not None and not np.array_equal(positions.cpu(), centres):
             system = None  # (not the final fit's centres: never the case today)
 
         self.lengthscale_scale_ = chosen.lengthscale_scale

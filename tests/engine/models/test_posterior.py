@@ -425,7 +425,7 @@ def posterior_centre_positions(model) -> np.ndarray:
     return np.sort(rng.choice(len(model.train_duels_), model.function_.n_centres, replace=False))
 
 
-@pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 2.0), ("cgpm", 1.0)])
+@pytest.mark.parametrize("kind, weight", [("gpm", 0.0), ("gpm", 2.0), ("upm", 0.0), ("cgpm", 1.0)])
 def test_a_fit_s_own_training_system_gives_the_recomputed_posterior(kind, weight):
     """A fit keeps its K_nM, K_MM and preconditioner factor (TrainingSystem) for its
     posterior; the stored factor is the one formed again from the kernel."""
@@ -445,7 +445,8 @@ def test_a_fit_s_own_training_system_gives_the_recomputed_posterior(kind, weight
 
 
 def test_the_final_fit_hands_its_training_system_to_the_posterior(monkeypatch):
-    """The posterior of a fit is given that fit's own system (rows, centres, factor)."""
+    """The posterior of a fit is given that fit's own system (rows, centres, factor;
+    a UPM's item operator)."""
     seen = []
     original = posterior.laplace_posterior
 
@@ -465,3 +466,47 @@ def test_the_final_fit_hands_its_training_system_to_the_posterior(monkeypatch):
     lower = system.lower.numpy()
     k_mm = system.centre_gram.numpy() + system.jitter * np.eye(m)
     np.testing.assert_allclose(lower @ lower.T, k_mm, atol=1e-12)
+    seen.clear()
+    upm, upm_data = _fit("upm", 0.0)
+    (system,) = seen
+    assert system is not None and system.rows is None
+    operator = system.item_operator
+    assert operator is not None and operator.shape == (len(upm.train_duels_), m)
+    g = upm.decision_function(upm_data, upm.train_duels_)
+    np.testing.assert_allclose(operator.mm(torch.as_tensor(upm.function_.alpha)).numpy(), g,
+                               atol=1e-10)  # fmt: skip
+
+
+def test_a_upm_s_training_operator_is_taken_over_its_distinct_feature_rows(monkeypatch):
+    """Items that share their features (tennis: 3,245 players, 1,985 distinct rows) are
+    one row of the posterior's item operator; the posterior is the one formed again."""
+    data = gpm_generated(n_items=40, n_duels=300, d=3, seed=3)
+    items = data.items.copy()
+    items[20:30] = items[:10]  # ten items with another's features
+    data = replace(data, items=items)
+    compacted = []
+    original = posterior._on_distinct_items
+
+    def spy(operator, *args):
+        out = original(operator, *args)
+        compacted.append((operator.factor.shape[0], out.factor.shape[0]))
+        return out
+
+    monkeypatch.setattr(posterior, "_on_distinct_items", spy)
+    params = dict(n_centres=15, penalty=1e-3, lengthscale_scale=2.0, seed=0, selection="holdout")
+    model = UPM(**params).fit(data)
+    ((before, after),) = compacted
+    assert after < before
+    fn = model.function_
+    again = posterior.with_training_posterior(
+        replace(fn, posterior_factor=None), data, model.train_duels_, model.penalty_,
+        model.solver_, model.compute_, model.seed,
+    )  # fmt: skip
+    again = posterior.with_holdout_dispersion(again, data, model.calibration_duels_,
+                                              model.compute_)  # fmt: skip
+    # Equal features make K_MM singular: Sigma's part along its null space (~1 / (n lam
+    # j)) differs in rounding between two factorisations; the predictions' sd do not.
+    duels = (data.items, data.left, data.right, None, None, Compute())
+    _, sd_stored = posterior._decision_and_sd(fn, *duels)
+    _, sd_formed = posterior._decision_and_sd(again, *duels)
+    np.testing.assert_allclose(sd_stored, sd_formed, rtol=1e-8)
