@@ -94,6 +94,12 @@ MIN_CALIBRATION_DUELS = 200
 MAX_CALIBRATION_DUELS = 2_000
 
 
+# A UPM's training item factor is kept for its posterior up to this size: above it the
+# factor is released first, since the posterior's copy over the distinct feature rows
+# (_on_distinct_items) would sit next to it and raise the peak by as much again.
+_KEEP_ITEM_FACTOR_BYTES = 256 * 2**20
+
+
 @dataclass(frozen=True)
 class Posterior:
     factor: np.ndarray  # (M, r) F, Sigma ~= F F^T
@@ -128,7 +134,12 @@ class TrainingSystem:
         if lower is None or lower.dtype != torch.float64:
             return None
         if isinstance(op, DifferenceOperator):
-            if op.factor.dtype != torch.float64 or not _item_rows_pay(op):
+            factor = op.factor
+            if (
+                factor.dtype != torch.float64
+                or factor.numel() * factor.element_size() > _KEEP_ITEM_FACTOR_BYTES
+                or not _item_rows_pay(op)
+            ):
                 return None
             return cls(None, None, op.centre_gram(), lower, result.jitter, item_operator=op)
         if not (

@@ -510,3 +510,22 @@ def test_a_upm_s_training_operator_is_taken_over_its_distinct_feature_rows(monke
     _, sd_stored = posterior._decision_and_sd(fn, *duels)
     _, sd_formed = posterior._decision_and_sd(again, *duels)
     np.testing.assert_allclose(sd_stored, sd_formed, rtol=1e-8)
+
+
+def test_a_large_upm_item_factor_is_not_kept_for_the_posterior(monkeypatch):
+    """Above the size cap the training operator is released (the posterior forms its own
+    over the distinct items) and the posterior is the same."""
+    seen = []
+    original = posterior.laplace_posterior
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("system"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(posterior, "laplace_posterior", spy)
+    kept, _ = _fit("upm", 0.0)
+    monkeypatch.setattr(posterior, "_KEEP_ITEM_FACTOR_BYTES", 1000)
+    released, _ = _fit("upm", 0.0)
+    assert seen[0] is not None and seen[1] is None
+    a, b = kept.function_.posterior_factor, released.function_.posterior_factor
+    assert np.linalg.norm(a @ a.T - b @ b.T) < 1e-10 * np.linalg.norm(b @ b.T)
