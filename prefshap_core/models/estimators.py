@@ -36,8 +36,8 @@ from prefshap_core.models.hyperparameters import (
 )
 from prefshap_core.models.path_fitter import PathFitter
 from prefshap_core.models.posterior import (
-    POSTERIOR_MAX_DUELS,
     TrainingSystem,
+    uses_training_system,
     with_holdout_dispersion,
     with_training_posterior,
 )
@@ -185,8 +185,7 @@ class PreferenceModel:
             keep = (
                 posterior
                 and self.loss == "logistic"
-                # (a UPM's posterior runs over its items, every duel: TrainingSystem.of)
-                and (self.kind == "upm" or len(train) <= POSTERIOR_MAX_DUELS)
+                and uses_training_system(self.kind, len(train))
             )
             record, chosen_fit, fitter = select_on_holdout(
                 fitter, train, validation, scales, penalties, search, weights, refine=refine,

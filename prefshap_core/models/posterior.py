@@ -79,7 +79,7 @@ _CANDIDATES = 3
 # Share of trace(Sigma) (and of the centre duels' prediction variance) the factor keeps.
 TRACE_SHARE = 0.999
 _BLOCK_DUELS = 2048  # rows per kernel block of the data term (33 MB at M = 2,000)
-# Columns per panel: of the data term's lower triangle, and of the factor's solves.
+# Columns per panel of the data term's lower triangle (add_lower_gram).
 _PANEL = 256
 # Columns per panel of the triangular inverses (_lower_inverse, _upper_solve): 512 ran
 # ~25 % faster than 256 at M = 2,000.
@@ -160,6 +160,13 @@ class TrainingSystem:
         return position
 
 
+def uses_training_system(kind: str, n_duels: int, max_duels: int = POSTERIOR_MAX_DUELS) -> bool:
+    """Whether the posterior of a fit on ``n_duels`` uses the fit's own
+    :class:`TrainingSystem`: a UPM's item operator always (its data term takes every
+    duel), the kernel rows where no sample is drawn."""
+    return kind == "upm" or n_duels <= max_duels
+
+
 def laplace_posterior(
     fn: PreferenceFunction,
     pool: np.ndarray,
@@ -191,13 +198,15 @@ def laplace_posterior(
     m = fn.n_centres
     alpha = compute.tensor(fn.alpha)
     rows, row_weights, item_operator = np.arange(n), None, None
+    if system is not None and not uses_training_system(fn.kind, n, max_duels):
+        system = None
     if system is not None and fn.kind == "upm" and system.item_operator is not None:
         # every duel, as below
         item_operator = _on_distinct_items(system.item_operator, pool, left, right)
         assert item_operator.shape == (n, m), "a TrainingSystem of other duels or centres"
         centres, lower, jitter = system.centre_gram, system.lower, system.jitter
         position = None
-    elif system is not None and system.rows is not None and n <= max_duels:
+    elif system is not None and fn.kind != "upm" and system.rows is not None:
         assert system.rows.shape == (n, m), "a TrainingSystem of other duels or centres"
         centres, lower, jitter = system.centre_gram, system.lower, system.jitter
         position = system.centre_of_rows()

@@ -432,12 +432,7 @@ def test_a_fit_s_own_training_system_gives_the_recomputed_posterior(kind, weight
     model, data = _fit(kind, weight)
     fn = model.function_
     assert fn.metadata["posterior"]["n_duels_used"] == len(model.train_duels_)
-    again = posterior.with_training_posterior(
-        replace(fn, posterior_factor=None), data, model.train_duels_, model.penalty_,
-        model.solver_, model.compute_, model.seed,
-    )  # fmt: skip
-    again = posterior.with_holdout_dispersion(again, data, model.calibration_duels_,
-                                              model.compute_)  # fmt: skip
+    again = _posterior_formed_again(model, data)
     stored, formed = fn.posterior_factor, again.posterior_factor
     assert stored.shape == formed.shape
     sigma = formed @ formed.T
@@ -447,14 +442,7 @@ def test_a_fit_s_own_training_system_gives_the_recomputed_posterior(kind, weight
 def test_the_final_fit_hands_its_training_system_to_the_posterior(monkeypatch):
     """The posterior of a fit is given that fit's own system (rows, centres, factor;
     a UPM's item operator)."""
-    seen = []
-    original = posterior.laplace_posterior
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs.get("system"))
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(posterior, "laplace_posterior", spy)
+    seen = _systems_given_to_the_posterior(monkeypatch)
     model, data = _fit("gpm", 2.0)
     (system,) = seen
     assert system is not None
@@ -498,12 +486,7 @@ def test_a_upm_s_training_operator_is_taken_over_its_distinct_feature_rows(monke
     ((before, after),) = compacted
     assert after < before
     fn = model.function_
-    again = posterior.with_training_posterior(
-        replace(fn, posterior_factor=None), data, model.train_duels_, model.penalty_,
-        model.solver_, model.compute_, model.seed,
-    )  # fmt: skip
-    again = posterior.with_holdout_dispersion(again, data, model.calibration_duels_,
-                                              model.compute_)  # fmt: skip
+    again = _posterior_formed_again(model, data)
     # Equal features make K_MM singular: Sigma's part along its null space (~1 / (n lam
     # j)) differs in rounding between two factorisations; the predictions' sd do not.
     duels = (data.items, data.left, data.right, None, None, Compute())
@@ -515,6 +498,17 @@ def test_a_upm_s_training_operator_is_taken_over_its_distinct_feature_rows(monke
 def test_a_large_upm_item_factor_is_not_kept_for_the_posterior(monkeypatch):
     """Above the size cap the training operator is released (the posterior forms its own
     over the distinct items) and the posterior is the same."""
+    seen = _systems_given_to_the_posterior(monkeypatch)
+    kept, _ = _fit("upm", 0.0)
+    monkeypatch.setattr(posterior, "_KEEP_ITEM_FACTOR_BYTES", 1000)
+    released, _ = _fit("upm", 0.0)
+    assert seen[0] is not None and seen[1] is None
+    a, b = kept.function_.posterior_factor, released.function_.posterior_factor
+    assert np.linalg.norm(a @ a.T - b @ b.T) < 1e-10 * np.linalg.norm(b @ b.T)
+
+
+def _systems_given_to_the_posterior(monkeypatch) -> list:
+    """The ``system`` argument of every ``laplace_posterior`` call from now on."""
     seen = []
     original = posterior.laplace_posterior
 
@@ -523,9 +517,16 @@ def test_a_large_upm_item_factor_is_not_kept_for_the_posterior(monkeypatch):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(posterior, "laplace_posterior", spy)
-    kept, _ = _fit("upm", 0.0)
-    monkeypatch.setattr(posterior, "_KEEP_ITEM_FACTOR_BYTES", 1000)
-    released, _ = _fit("upm", 0.0)
-    assert seen[0] is not None and seen[1] is None
-    a, b = kept.function_.posterior_factor, released.function_.posterior_factor
-    assert np.linalg.norm(a @ a.T - b @ b.T) < 1e-10 * np.linalg.norm(b @ b.T)
+    return seen
+
+
+def _posterior_formed_again(model, data):
+    """The fitted function with its posterior formed again from the kernel (no
+    TrainingSystem), widened and scaled as the fit does."""
+    fn = model.function_
+    again = posterior.with_training_posterior(
+        replace(fn, posterior_factor=None), data, model.train_duels_, model.penalty_,
+        model.solver_, model.compute_, model.seed,
+    )  # fmt: skip
+    return posterior.with_holdout_dispersion(again, data, model.calibration_duels_,
+                                             model.compute_)  # fmt: skip
