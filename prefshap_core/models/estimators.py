@@ -38,9 +38,9 @@ from prefshap_core.models.path_fitter import PathFitter
 from prefshap_core.models.posterior import (
     TrainingSystem,
     uses_training_system,
-    with_holdout_dispersion,
     with_training_posterior,
 )
+from prefshap_core.models.posterior_calibration import with_holdout_dispersion
 from prefshap_core.models.preference_function import PreferenceFunction
 from prefshap_core.models.search import cross_validate, select_on_holdout
 from prefshap_core.progress import Progress, ensure_progress
@@ -241,8 +241,9 @@ class PreferenceModel:
                 fn, data, self.train_duels_, self.penalty_, self.solver_, self.compute_,
                 self.seed, system,
             )  # fmt: skip
+            rows = None if system is None else system.validation_rows
             self.function_ = with_holdout_dispersion(
-                fn, data, self.calibration_duels_, self.compute_
+                fn, data, self.calibration_duels_, self.compute_, rows
             )
         return self
 

@@ -261,7 +261,7 @@ class PathFitter:
                 callback=lambda step, penalty, alpha: score(penalty, alpha),
                 cg_iterations=iterations,
             )  # fmt: skip
-            system = TrainingSystem.of(op, result) if self.keep_system else None
+            system = TrainingSystem.of(op, result, k_val) if self.keep_system else None
             if system is not None:
                 results = [replace(r, system=system) for r in results]
         else:

@@ -15,7 +15,7 @@ from prefshap_core.datasets.synthetic import gpm_generated
 from prefshap_core.errors import ModelFileError, NotFittedError
 from prefshap_core.explain.reference import random_preference_function
 from prefshap_core.kernels.pair import DuelIndex, PairKernel
-from prefshap_core.models import posterior
+from prefshap_core.models import data_term, posterior, posterior_calibration
 from prefshap_core.models.estimators import CGPM, GPM, UPM
 from prefshap_core.models.model_file import load_model, model_arrays, save_model
 from prefshap_core.models.posterior import laplace_posterior
@@ -118,9 +118,9 @@ def test_upm_data_term_over_items_equals_the_one_over_duels(monkeypatch):
     fn, train = model.function_, model.train_duels_
     args = (fn, data.items, data.left[train], data.right[train], data.y[train], 1e-3, 1e-13)
     used = []
-    monkeypatch.setattr(posterior, "_item_rows_pay", lambda op: used.append(True) or True)
+    monkeypatch.setattr(data_term, "item_rows_pay", lambda op: used.append(True) or True)
     by_items = laplace_posterior(*args, trace_share=1.0)
-    monkeypatch.setattr(posterior, "_item_rows_pay", lambda op: False)
+    monkeypatch.setattr(data_term, "item_rows_pay", lambda op: False)
     by_duels = laplace_posterior(*args, trace_share=1.0)
     assert used
     sigma_items = by_items.factor @ by_items.factor.T
@@ -135,10 +135,10 @@ def test_upm_held_out_sds_over_items_equal_the_ones_over_duels(monkeypatch):
     fn, duels = model.function_, np.arange(data.n_duels)
     args = (fn, data.items, data.left[duels], data.right[duels], None, None, Compute())
     used = []
-    monkeypatch.setattr(posterior, "_item_rows_pay", lambda op: used.append(True) or True)
-    g_items, sd_items = posterior._decision_and_sd(*args)
-    monkeypatch.setattr(posterior, "_item_rows_pay", lambda op: False)
-    g_rows, sd_rows = posterior._decision_and_sd(*args)
+    monkeypatch.setattr(data_term, "item_rows_pay", lambda op: used.append(True) or True)
+    g_items, sd_items = data_term.decision_and_sd(*args)
+    monkeypatch.setattr(data_term, "item_rows_pay", lambda op: False)
+    g_rows, sd_rows = data_term.decision_and_sd(*args)
     assert used
     np.testing.assert_allclose(g_items, g_rows, rtol=0, atol=1e-10 * np.abs(g_rows).max())
     np.testing.assert_allclose(sd_items, sd_rows, rtol=1e-8)
@@ -148,13 +148,13 @@ def test_upm_held_out_sds_over_items_equal_the_ones_over_duels(monkeypatch):
 def test_widening_by_the_penalty_bias_adds_u_u_t_in_the_same_shape():
     rng = np.random.default_rng(2)
     factor, v = rng.normal(size=(9, 6)), rng.normal(size=6)
-    widened = posterior.widen_by_penalty_bias(factor, v)
+    widened = posterior_calibration.widen_by_penalty_bias(factor, v)
     u = factor @ v
     assert widened.shape == factor.shape
     np.testing.assert_allclose(widened @ widened.T, factor @ factor.T + np.outer(u, u),
                                rtol=0, atol=1e-12)  # fmt: skip
     # No bias leaves the factor as it is.
-    assert posterior.widen_by_penalty_bias(factor, 0 * v) is factor
+    assert posterior_calibration.widen_by_penalty_bias(factor, 0 * v) is factor
 
 
 def test_a_trained_model_stores_the_widened_factor_scaled_by_its_dispersion():
@@ -166,7 +166,7 @@ def test_a_trained_model_stores_the_widened_factor_scaled_by_its_dispersion():
     )  # fmt: skip
     info = fn.metadata["posterior"]
     c = info.get("dispersion", 1.0)
-    expected = c * posterior.widen_by_penalty_bias(post.factor, post.bias_coordinates)
+    expected = c * posterior_calibration.widen_by_penalty_bias(post.factor, post.bias_coordinates)
     np.testing.assert_allclose(fn.posterior_factor, expected, rtol=1e-12, atol=1e-15)
     assert info["penalty_bias_norm"] == pytest.approx(np.linalg.norm(post.bias_coordinates))
 
@@ -208,7 +208,7 @@ def test_curvature_sample_draws_each_duel_with_its_probability():
     draws, counts = 4000, np.zeros(40)
     pi = np.full(40, np.nan)
     for seed in range(draws):
-        rows, weights = posterior._curvature_sample(w, 8, seed)
+        rows, weights = data_term.curvature_sample(w, 8, seed)
         assert len(rows) == 8 and len(np.unique(rows)) == 8 and np.all(np.diff(rows) > 0)
         counts[rows] += 1
         pi[rows] = w[rows] / weights
@@ -231,7 +231,7 @@ def test_sampled_data_term_is_unbiased():
     h = np.random.default_rng(2).standard_normal(len(train)) ** 2
     sums = []
     for seed in range(600):
-        rows, weights = posterior._sampled_rows(
+        rows, weights = data_term.sampled_rows(
             fn, data.items, left, right, None, None, compute, 30, seed
         )
         sums.append(weights @ h[rows])
@@ -311,7 +311,7 @@ def test_ill_conditioned_posterior_matches_a_40_digit_reference():
     model.fit(data, posterior=False)
     fn, train = model.function_, model.train_duels_
     compute = Compute(dtype="float64")
-    kernel, _, centres = posterior._bracket_kernel(fn, data.items, [], [], None, None, compute)
+    kernel, _, centres = data_term.bracket_kernel(fn, data.items, [], [], None, None, compute)
     k_mm = kernel.centre_gram(centres).numpy()
     eigenvalues = np.linalg.eigvalsh(k_mm)
     assert eigenvalues[-1] / max(eigenvalues[0], 1e-300) > 1e12 or eigenvalues[0] <= 0
@@ -343,37 +343,39 @@ def test_ill_conditioned_posterior_matches_a_40_digit_reference():
     np.testing.assert_allclose(sd, reference, rtol=1e-8)
 
 
-@pytest.mark.parametrize("block", [4, 13, 512])
-def test_upper_solve_by_panels_is_the_triangular_solve(monkeypatch, block):
-    monkeypatch.setattr(posterior, "_INVERSE_PANEL", block)
-    rng = np.random.default_rng(5)
-    upper = torch.as_tensor(np.triu(rng.standard_normal((13, 13))) + 4.0 * np.eye(13))
-    rhs = torch.as_tensor(np.triu(rng.standard_normal((13, 13))))
-    got = posterior._upper_solve(upper, rhs)
-    np.testing.assert_allclose(got.numpy(), np.linalg.solve(upper.numpy(), rhs.numpy()),
-                               rtol=0, atol=1e-13)  # fmt: skip
-    assert np.array_equal(np.tril(got.numpy(), -1), np.zeros((13, 13)))
-
-
-@pytest.mark.parametrize("block", [4, 13, 512])
-def test_lower_inverse_by_panels_is_the_inverse(monkeypatch, block):
-    monkeypatch.setattr(posterior, "_INVERSE_PANEL", block)
-    rng = np.random.default_rng(6)
-    lower = torch.as_tensor(np.tril(rng.standard_normal((13, 13))) + 4.0 * np.eye(13))
-    got = posterior._lower_inverse(lower).numpy()
-    np.testing.assert_allclose(got, np.linalg.inv(lower.numpy()), rtol=0, atol=1e-13)
-    assert np.array_equal(np.triu(got, 1), np.zeros((13, 13)))
+@pytest.mark.parametrize("spoiled", [False, True])
+def test_full_factor_is_upper_triangular_with_the_posterior_covariance(spoiled):
+    """``F F^T = L^-T H^-1 L^-1`` and F upper triangular (the guard's product relies on
+    it), with ``L^-1`` given or not; an ``H`` that round-off left indefinite is clipped
+    at the floor along its eigenvectors, and F is still upper triangular."""
+    rng = np.random.default_rng(9)
+    m, floor = 12, 0.5
+    a = rng.standard_normal((m, m))
+    lower = np.linalg.cholesky(a @ a.T / m + np.eye(m))
+    values = rng.uniform(1.0, 3.0, m)
+    if spoiled:
+        values[:2] = [-1e-3, 0.2]  # below the floor: the Cholesky fails on the first
+    vectors = np.linalg.qr(rng.standard_normal((m, m)))[0]
+    h = (vectors * values) @ vectors.T
+    expected_h = (vectors * np.maximum(values, floor)) @ vectors.T
+    expected = np.linalg.inv(lower.T) @ np.linalg.inv(expected_h) @ np.linalg.inv(lower)
+    lower_t, h_t = torch.as_tensor(lower), torch.as_tensor(np.tril(h))  # lower triangle read
+    for inverse in (None, torch.as_tensor(np.linalg.inv(lower))):
+        full = posterior._full_factor(lower_t, h_t.clone(), floor, inverse=inverse).numpy()
+        assert np.array_equal(np.tril(full, -1), np.zeros((m, m)))
+        np.testing.assert_allclose(full @ full.T, expected, rtol=0,
+                                   atol=1e-12 * np.abs(expected).max())  # fmt: skip
 
 
 def test_centre_positions_match_items_order_and_context():
     centres = DuelIndex.from_arrays([0, 1, 2, 0], [1, 2, 0, 1], [0, 0, 1, 0])
     duels = DuelIndex.from_arrays([0, 1, 2, 2, 1, 0], [1, 0, 0, 0, 2, 1], [0, 0, 1, 0, 0, 1])
-    position = posterior._centre_positions(duels, centres)
+    position = data_term.centre_positions(duels, centres)
     # (0, 1, ctx 0) is centres 0 and 3 (equal rows: either); flipped, or another
     # context, is no centre.
     assert position[0] in (0, 3)
     assert position[1:].tolist() == [-1, 2, -1, 1, -1]
-    no_context = posterior._centre_positions(
+    no_context = data_term.centre_positions(
         DuelIndex.from_arrays([2, 1], [0, 1]), DuelIndex.from_arrays([0, 2], [1, 0])
     )
     assert no_context.tolist() == [1, -1]
@@ -402,16 +404,16 @@ def test_centre_rows_whitened_from_the_inverse_equal_the_solved_ones(monkeypatch
     size = len(train) - (20 if sampled else 0)
     options = dict(trace_share=1.0, max_duels=size)
     used = []
-    original = posterior._add_centre_rows
+    original = data_term.add_centre_rows
 
     def spy(*a):
         rest = original(*a)
         used.append(len(a[5]) - len(rest[0]))  # the duels whitened without a solve
         return rest
 
-    monkeypatch.setattr(posterior, "_add_centre_rows", spy)
+    monkeypatch.setattr(data_term, "add_centre_rows", spy)
     by_inverse = laplace_posterior(*args, **options)
-    monkeypatch.setattr(posterior, "_add_centre_rows", lambda *a: (np.arange(len(a[5])), a[6]))
+    monkeypatch.setattr(data_term, "add_centre_rows", lambda *a: (np.arange(len(a[5])), a[6], None))
     by_solves = laplace_posterior(*args, **options)
     assert used and used[0] >= fn.n_centres // 2  # the centre rows were taken apart
     sigma = by_solves.factor @ by_solves.factor.T
@@ -440,8 +442,8 @@ def test_a_fit_s_own_training_system_gives_the_recomputed_posterior(kind, weight
 
 
 def test_the_final_fit_hands_its_training_system_to_the_posterior(monkeypatch):
-    """The posterior of a fit is given that fit's own system (rows, centres, factor;
-    a UPM's item operator)."""
+    """The posterior of a fit is given that fit's own system (rows, centres, factor,
+    validation rows; a UPM's item operator)."""
     seen = _systems_given_to_the_posterior(monkeypatch)
     model, data = _fit("gpm", 2.0)
     (system,) = seen
@@ -451,6 +453,9 @@ def test_the_final_fit_hands_its_training_system_to_the_posterior(monkeypatch):
     assert np.array_equal(system.centre_positions.numpy(), posterior_centre_positions(model))
     g = model.decision_function(data, model.train_duels_)
     np.testing.assert_allclose(system.rows.numpy() @ model.function_.alpha, g, atol=1e-10)
+    g_val = model.decision_function(data, model.calibration_duels_)
+    np.testing.assert_allclose(system.validation_rows.numpy() @ model.function_.alpha, g_val,
+                               atol=1e-10)  # fmt: skip
     lower = system.lower.numpy()
     k_mm = system.centre_gram.numpy() + system.jitter * np.eye(m)
     np.testing.assert_allclose(lower @ lower.T, k_mm, atol=1e-12)
@@ -473,14 +478,14 @@ def test_a_upm_s_training_operator_is_taken_over_its_distinct_feature_rows(monke
     items[20:30] = items[:10]  # ten items with another's features
     data = replace(data, items=items)
     compacted = []
-    original = posterior._on_distinct_items
+    original = data_term.on_distinct_items
 
     def spy(operator, *args):
         out = original(operator, *args)
         compacted.append((operator.factor.shape[0], out.factor.shape[0]))
         return out
 
-    monkeypatch.setattr(posterior, "_on_distinct_items", spy)
+    monkeypatch.setattr(data_term, "on_distinct_items", spy)
     params = dict(n_centres=15, penalty=1e-3, lengthscale_scale=2.0, seed=0, selection="holdout")
     model = UPM(**params).fit(data)
     ((before, after),) = compacted
@@ -490,8 +495,8 @@ def test_a_upm_s_training_operator_is_taken_over_its_distinct_feature_rows(monke
     # Equal features make K_MM singular: Sigma's part along its null space (~1 / (n lam
     # j)) differs in rounding between two factorisations; the predictions' sd do not.
     duels = (data.items, data.left, data.right, None, None, Compute())
-    _, sd_stored = posterior._decision_and_sd(fn, *duels)
-    _, sd_formed = posterior._decision_and_sd(again, *duels)
+    _, sd_stored = data_term.decision_and_sd(fn, *duels)
+    _, sd_formed = data_term.decision_and_sd(again, *duels)
     np.testing.assert_allclose(sd_stored, sd_formed, rtol=1e-8)
 
 
@@ -528,5 +533,5 @@ def _posterior_formed_again(model, data):
         replace(fn, posterior_factor=None), data, model.train_duels_, model.penalty_,
         model.solver_, model.compute_, model.seed,
     )  # fmt: skip
-    return posterior.with_holdout_dispersion(again, data, model.calibration_duels_,
+    return posterior_calibration.with_holdout_dispersion(again, data, model.calibration_duels_,
                                              model.compute_)  # fmt: skip

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import torch
 
 from prefshap_core.compute import Compute
 from prefshap_core.data.duel_data import DuelData
 from prefshap_core.explain.reference import random_preference_function
-from prefshap_core.models.posterior import (
+from prefshap_core.models.posterior_calibration import (
     MAX_CALIBRATION_DUELS,
     MIN_CALIBRATION_DUELS,
     calibration_slope,
@@ -77,3 +78,18 @@ def test_holdout_dispersion_scales_the_factor_and_records_it():
     np.testing.assert_array_equal(out.alpha, fn.alpha)  # the point estimate is unchanged
     few = with_holdout_dispersion(fn, data, holdout[: MIN_CALIBRATION_DUELS - 1], Compute())
     assert few is fn
+
+
+def test_holdout_rows_at_hand_give_the_dispersion_of_rows_formed_again():
+    """The fit's own validation rows (TrainingSystem.validation_rows) in place of the
+    kernel's: the same slope, c and factor, with the seeded subsample above the cap."""
+    fn, data = _fn_and_data(3000)
+    holdout = np.random.default_rng(8).permutation(3000)  # any order: rows follow it
+    rows = fn.centre_brackets_on_pool(data.items, data.left[holdout], data.right[holdout])
+    formed = with_holdout_dispersion(fn, data, holdout, Compute())
+    given = with_holdout_dispersion(fn, data, holdout, Compute(), rows.to(torch.float64))
+    a, b = formed.metadata["posterior"], given.metadata["posterior"]
+    assert a["calibration_duels"] == b["calibration_duels"] == MAX_CALIBRATION_DUELS
+    # A golden-section minimum of a flat loss moves by ~sqrt(eps) with the summing order.
+    assert abs(a["calibration_slope"] - b["calibration_slope"]) < 1e-7
+    np.testing.assert_allclose(given.posterior_factor, formed.posterior_factor, rtol=1e-7)
