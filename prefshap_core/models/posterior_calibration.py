@@ -102,26 +102,20 @@ def with_holdout_dispersion(
         return fn
     start = time.perf_counter()
     holdout = np.asarray(holdout)
-    if rows is not None:
-        assert rows.shape == (len(holdout), fn.n_centres), "rows of other duels or centres"
-    picked = np.arange(len(holdout))
+    assert rows is None or len(rows) == len(holdout), "rows of other duels"
     if len(holdout) > MAX_CALIBRATION_DUELS:
         rng = np.random.default_rng(len(holdout))
         picked = np.sort(rng.choice(len(holdout), MAX_CALIBRATION_DUELS, replace=False))
         holdout = holdout[picked]
-    if rows is not None:
-        block = rows[torch.as_tensor(picked, device=rows.device)]
-        factor = torch.as_tensor(fn.posterior_factor, device=rows.device)
-        g = (block @ torch.as_tensor(fn.alpha, device=rows.device)).cpu().numpy()
-        sd = torch.linalg.vector_norm(block @ factor, dim=1).cpu().numpy()
-    else:
-        ctx_pool = ctx_index = None
-        if fn.kind == "cgpm":
-            ctx_pool, ctx_index = data.contexts, data.context_index[holdout]
-        g, sd = data_term.decision_and_sd(
-            fn, data.items, data.left[holdout], data.right[holdout], ctx_pool, ctx_index,
-            compute,
-        )  # fmt: skip
+        if rows is not None:
+            rows = rows[torch.as_tensor(picked, device=rows.device)]
+    ctx_pool = ctx_index = None
+    if fn.kind == "cgpm":
+        ctx_pool, ctx_index = data.contexts, data.context_index[holdout]
+    g, sd = data_term.decision_and_sd(
+        fn, data.items, data.left[holdout], data.right[holdout], ctx_pool, ctx_index,
+        compute, rows=rows,
+    )  # fmt: skip
     assert sd is not None
     c, a = dispersion(g, sd, data.y[holdout])
     info = dict(fn.metadata.get("posterior", {}))
