@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 WINNER_UNKNOWN = 0
+# The float fields a view negates when it swaps a duel's sides.
+_ANTISYMMETRIC = ("values", "base_values", "outputs", "data")
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +61,13 @@ class Explanation:
                 raise ValueError(f"{name} needs one entry per explained duel")
         if np.shape(self.data) != (q, p):
             raise ValueError("data must have the shape of values")
+        # Orienting a duel multiplies by -1, so an exact zero (the items' base value, a
+        # player equal on both sides) became -0.0 and exports printed "-0". Adding +0.0
+        # turns -0.0 into 0.0 and leaves every other float as it is.
+        for name in _ANTISYMMETRIC:
+            array = getattr(self, name)
+            if array is not None:
+                object.__setattr__(self, name, np.asarray(array, dtype=np.float64) + 0.0)
 
     # -- sizes -------------------------------------------------------------------
     @property

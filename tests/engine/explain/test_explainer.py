@@ -178,3 +178,21 @@ def test_estimators_and_options_reported_in_meta() -> None:
     assert e.meta["options"] == ExplainOptions(cme=CGOptions(tol=1e-11)).key()
     with pytest.raises(ValueError, match="C-GPM"):
         Explainer(fn, ExplainOptions(what="context"))
+
+
+@pytest.mark.parametrize("what", ["items", "sides"])
+def test_no_negative_zero_reaches_the_explanation_or_its_views(what: str) -> None:
+    # The items' base value is 0 and an item equal to itself on a group gives that
+    # group exactly 0; a duel evaluated the other way round used to carry -0.0 there,
+    # which exports printed as "-0".
+    fn = model("gpm", seed=5)
+    left, right = np.array([0, 3, 5, 2, 7]), np.array([3, 0, 2, 5, 7])
+    expl = Explainer(fn, ExplainOptions(what=what))(left, right)
+    assert np.all(expl.base_values == 0.0) and (expl.left_ids != expl.right_ids).any()
+    for view in (expl, expl.oriented_to_winner(), expl.reoriented(-np.ones(5), "right")):
+        arrays = (view.values, view.base_values, view.outputs, view.data)
+        zeros = np.concatenate([a[a == 0.0].ravel() for a in arrays])
+        assert zeros.size >= 5 and not np.signbit(zeros).any()
+    # the views still negate everything else
+    flipped = expl.reoriented(-np.ones(5), "right")
+    np.testing.assert_array_equal(flipped.outputs, -expl.outputs)
