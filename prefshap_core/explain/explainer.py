@@ -238,6 +238,7 @@ class Explainer:
                 canon, coalitions, ValueTable(), ensure_progress(progress), "coalition values"
             )
         values = table[:, canon.inverse] * canon.sign[None, :]
+        values += 0.0  # -0.0 (v(empty) of a swapped duel) to 0.0, as in Explanation
         swap = getattr(game, "side_swap", None)
         if swap is not None:  # a swapped duel's coalition (S_l, S_r) is the canonical (S_r, S_l)
             flip = canon.sign < 0

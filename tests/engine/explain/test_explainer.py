@@ -196,3 +196,7 @@ def test_no_negative_zero_reaches_the_explanation_or_its_views(what: str) -> Non
     # the views still negate everything else
     flipped = expl.reoriented(-np.ones(5), "right")
     np.testing.assert_array_equal(flipped.outputs, -expl.outputs)
+    if what == "items":  # the coalition table: v(empty) = 0 for every duel
+        table = Explainer(fn, ExplainOptions(what=what)).coalition_values(left, right)
+        empty = table.values[~table.masks.any(1)]
+        assert (empty == 0.0).all() and not np.signbit(empty).any()
