@@ -64,10 +64,8 @@ class Explanation:
         # Orienting a duel multiplies by -1, so an exact zero (the items' base value, a
         # player equal on both sides) became -0.0 and exports printed "-0". Adding +0.0
         # turns -0.0 into 0.0 and leaves every other float as it is.
-        for name in _ANTISYMMETRIC:
-            array = getattr(self, name)
-            if array is not None:
-                object.__setattr__(self, name, np.asarray(array, dtype=np.float64) + 0.0)
+        for name in _ANTISYMMETRIC:  # required fields: never None
+            object.__setattr__(self, name, np.asarray(getattr(self, name), np.float64) + 0.0)
 
     # -- sizes -------------------------------------------------------------------
     @property
