@@ -22,8 +22,10 @@ the CME systems), in the thread that explains, before and after its explanation 
 keeps the better one; the
 limit is the engine's flop count of this case on today's code, frozen at 209 GFLOP
 (Cholesky factors and triangular solves), at that rate. Printed per variant: the
-median seconds, GEMM rate, ratio to the limit and load, and the seconds per stage
-(solve, cholesky, kernels, gather, contraction, classes). Each run also prints
+median seconds, CPU and system seconds, minor page faults, GEMM rate, ratio to the
+limit and load, and the seconds per stage (solve, cholesky, kernels, gather,
+contraction, classes). The faults and system seconds show what the dashboard's kept
+factorizations cost: about 1 GB of pages new to the process, which the CLI never keeps. Each run also prints
 whether MKL's fast path on AMD CPUs was on (``prefshap_core.mkl_dispatch``): it
 doubles the GEMM rate there, so ratios to the limit are comparable only between
 runs with the same setting.
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -97,11 +100,15 @@ def child(kind: str, n_duels: int, threads: int | None = None) -> dict:
         # every team's spin-waits (more of its threads than cores), which a dashboard
         # job does not meet (the script threads' teams end with their runs).
         rate = _gemm_rate()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
         start, cpu = time.perf_counter(), time.process_time()
         progress = Progress(lambda update: None) if kind == "dashboard" else None
         explain_duels(fn, data, duels, explainer=explainer, progress=progress)
         seconds["wall"] = time.perf_counter() - start
         seconds["cpu"] = time.process_time() - cpu
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        seconds["system"] = after.ru_stime - usage.ru_stime
+        seconds["faults"] = after.ru_minflt - usage.ru_minflt
         seconds["rate"] = max(rate, _gemm_rate())
 
     if kind == "dashboard":  # a job thread, as the dashboard runs it
@@ -118,6 +125,8 @@ def child(kind: str, n_duels: int, threads: int | None = None) -> dict:
         "mkl_fast_path": "n/a" if dispatch is None else dispatch.STATUS,
         "seconds": seconds["wall"],
         "cpu": seconds["cpu"],
+        "system": seconds["system"],
+        "minor_faults": seconds["faults"],
         "gemm_gflops": rate,
         "ratio": seconds["wall"] / (FROZEN_GFLOP / rate),
         "load": os.getloadavg()[0],
@@ -135,7 +144,9 @@ def _run(code: Path, kind: str, n_duels: int, threads: int | None) -> dict:
 
 
 def _median(runs: list[dict]) -> dict:
-    middle = {k: statistics.median(r[k] for r in runs) for k in ("seconds", "cpu", "ratio")}
+    keys = ("seconds", "cpu", "ratio", "system", "minor_faults")
+    # .get: a --baseline checkout's child may predate the system/faults columns
+    middle = {k: statistics.median(r.get(k, float("nan")) for r in runs) for k in keys}
     middle["gemm_gflops"] = statistics.median(r["gemm_gflops"] for r in runs)
     middle["load"] = statistics.median(r["load"] for r in runs)
     middle["counted_gflop"] = runs[0]["counted_gflop"]
@@ -184,16 +195,19 @@ def main() -> None:
             runs[version, kind].append(result)
             print(f"  run {r + 1} {version:<6} {kind:<11} {result['seconds']:7.2f} s, "
                   f"GEMM {result['gemm_gflops']:6.1f} GFLOP/s, ratio {result['ratio']:5.2f}, "
-                  f"load {result['load']:.1f}, MKL fast path {result.get('mkl_fast_path')}",
-                  flush=True)  # fmt: skip
+                  f"load {result['load']:.1f}, sys {result.get('system', float('nan')):.2f} s, "
+                  f"{result.get('minor_faults', float('nan')) / 1e3:.0f}k faults, "
+                  f"MKL fast path {result.get('mkl_fast_path')}", flush=True)  # fmt: skip
     head = " ".join(f"{s:>11}" for s in STAGES)
-    print(f"\n{'median':<19}{'seconds':>8}{'cpu s':>8}{'GEMM GF/s':>10}{'limit s':>8}"
-          f"{'ratio':>7}{'load':>6}{'counted GF':>11}  {head}")  # fmt: skip
+    print(f"\n{'median':<19}{'seconds':>8}{'cpu s':>8}{'sys s':>7}{'faults k':>9}"
+          f"{'GEMM GF/s':>10}{'limit s':>8}{'ratio':>7}{'load':>6}{'counted GF':>11}"
+          f"  {head}")  # fmt: skip
     medians = {key: _median(found) for key, found in runs.items()}
     for (version, kind), m in medians.items():
         stages = " ".join(f"{m['stages'][s]:11.2f}" for s in STAGES)
         print(f"{version + ' ' + kind:<19}{m['seconds']:8.2f}{m['cpu']:8.2f}"
-              f"{m['gemm_gflops']:10.1f}{FROZEN_GFLOP / m['gemm_gflops']:8.2f}{m['ratio']:7.2f}"
+              f"{m['system']:7.2f}{m['minor_faults'] / 1e3:9.0f}{m['gemm_gflops']:10.1f}"
+              f"{FROZEN_GFLOP / m['gemm_gflops']:8.2f}{m['ratio']:7.2f}"
               f"{m['load']:6.1f}{m['counted_gflop']:11.1f}  {stages}")  # fmt: skip
     for version in dict.fromkeys(v for v, _, _ in variants):
         for kind in kinds[1:]:
