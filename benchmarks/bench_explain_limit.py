@@ -25,10 +25,10 @@ limit is the engine's flop count of this case on today's code, frozen at 209 GFL
 median seconds, CPU and system seconds, minor page faults, GEMM rate, ratio to the
 limit and load, and the seconds per stage (solve, cholesky, kernels, gather,
 contraction, classes). The faults and system seconds show what the dashboard's kept
-factorizations cost: about 1 GB of pages new to the process, which the CLI never keeps. Each run also prints
-whether MKL's fast path on AMD CPUs was on (``prefshap_core.mkl_dispatch``): it
-doubles the GEMM rate there, so ratios to the limit are comparable only between
-runs with the same setting.
+factorizations cost: about 1 GB of pages new to the process, which the CLI never
+keeps. Each run also prints whether MKL's fast path on AMD CPUs was on
+(``prefshap_core.mkl_dispatch``): it doubles the GEMM rate there, so ratios to the
+limit are comparable only between runs with the same setting.
 """
 
 from __future__ import annotations
