@@ -92,7 +92,7 @@ def child(kind: str, n_duels: int, threads: int | None = None) -> dict:
             uncertainty=kind == "uncertainty",
         )
     explainer = Explainer(fn, options, stats=stats)
-    seconds: dict[str, float] = {}
+    measured: dict[str, float] = {}
 
     def explain() -> None:
         # The GEMM rate is measured in the thread that explains: a GEMM in another
@@ -104,12 +104,12 @@ def child(kind: str, n_duels: int, threads: int | None = None) -> dict:
         start, cpu = time.perf_counter(), time.process_time()
         progress = Progress(lambda update: None) if kind == "dashboard" else None
         explain_duels(fn, data, duels, explainer=explainer, progress=progress)
-        seconds["wall"] = time.perf_counter() - start
-        seconds["cpu"] = time.process_time() - cpu
+        measured["wall"] = time.perf_counter() - start
+        measured["cpu"] = time.process_time() - cpu
         after = resource.getrusage(resource.RUSAGE_SELF)
-        seconds["system"] = after.ru_stime - usage.ru_stime
-        seconds["faults"] = after.ru_minflt - usage.ru_minflt
-        seconds["rate"] = max(rate, _gemm_rate())
+        measured["system"] = after.ru_stime - usage.ru_stime
+        measured["faults"] = after.ru_minflt - usage.ru_minflt
+        measured["rate"] = max(rate, _gemm_rate())
 
     if kind == "dashboard":  # a job thread, as the dashboard runs it
         worker = threading.Thread(target=explain)
@@ -117,18 +117,18 @@ def child(kind: str, n_duels: int, threads: int | None = None) -> dict:
         worker.join()
     else:
         explain()
-    rate = seconds["rate"]
+    rate = measured["rate"]
     import prefshap_core
 
     dispatch = getattr(prefshap_core, "mkl_dispatch", None)  # absent before 2026-12-06
     return {
         "mkl_fast_path": "n/a" if dispatch is None else dispatch.STATUS,
-        "seconds": seconds["wall"],
-        "cpu": seconds["cpu"],
-        "system": seconds["system"],
-        "minor_faults": seconds["faults"],
+        "seconds": measured["wall"],
+        "cpu": measured["cpu"],
+        "system": measured["system"],
+        "minor_faults": measured["faults"],
         "gemm_gflops": rate,
-        "ratio": seconds["wall"] / (FROZEN_GFLOP / rate),
+        "ratio": measured["wall"] / (FROZEN_GFLOP / rate),
         "load": os.getloadavg()[0],
         "counted_gflop": sum(stats.flops.values()) / 1e9,
         "stages": {s: stats.seconds.get(s, 0.0) for s in STAGES},
@@ -145,8 +145,7 @@ def _run(code: Path, kind: str, n_duels: int, threads: int | None) -> dict:
 
 def _median(runs: list[dict]) -> dict:
     keys = ("seconds", "cpu", "ratio", "system", "minor_faults")
-    # .get: a --baseline checkout's child may predate the system/faults columns
-    middle = {k: statistics.median(r.get(k, float("nan")) for r in runs) for k in keys}
+    middle = {k: statistics.median(r[k] for r in runs) for k in keys}
     middle["gemm_gflops"] = statistics.median(r["gemm_gflops"] for r in runs)
     middle["load"] = statistics.median(r["load"] for r in runs)
     middle["counted_gflop"] = runs[0]["counted_gflop"]
@@ -195,8 +194,8 @@ def main() -> None:
             runs[version, kind].append(result)
             print(f"  run {r + 1} {version:<6} {kind:<11} {result['seconds']:7.2f} s, "
                   f"GEMM {result['gemm_gflops']:6.1f} GFLOP/s, ratio {result['ratio']:5.2f}, "
-                  f"load {result['load']:.1f}, sys {result.get('system', float('nan')):.2f} s, "
-                  f"{result.get('minor_faults', float('nan')) / 1e3:.0f}k faults, "
+                  f"load {result['load']:.1f}, sys {result['system']:.2f} s, "
+                  f"{result['minor_faults'] / 1e3:.0f}k faults, "
                   f"MKL fast path {result.get('mkl_fast_path')}", flush=True)  # fmt: skip
     head = " ".join(f"{s:>11}" for s in STAGES)
     print(f"\n{'median':<19}{'seconds':>8}{'cpu s':>8}{'sys s':>7}{'faults k':>9}"
