@@ -26,7 +26,12 @@ median seconds, CPU and system seconds, minor page faults, GEMM rate, ratio to t
 limit and load, and the seconds per stage (solve, cholesky, kernels, gather,
 contraction, classes). The faults and system seconds show what the dashboard's kept
 factorizations cost: about 1 GB of pages new to the process, which the CLI never
-keeps. Each run also prints whether MKL's fast path on AMD CPUs was on
+keeps. Before the runs, ``--prime-gb`` GB (default 4) are written once in a throwaway
+process and the seconds printed: a fresh VM's host backs guest memory only when it is
+first touched (on the 2-core Firecracker VM ~2 s per GB, against ~0.15 s per GB for
+memory the guest had used before), a cost of the VM that would otherwise land on
+whichever run first keeps ~1 GB, the dashboard's; ``--prime-gb 0`` measures that case.
+Each run also prints whether MKL's fast path on AMD CPUs was on
 (``prefshap_core.mkl_dispatch``): it doubles the GEMM rate there, so ratios to the
 limit are comparable only between runs with the same setting.
 """
@@ -62,6 +67,17 @@ def _gemm_rate(n: int = 800, repeats: int = 5) -> float:
         a @ b
         best = min(best, time.perf_counter() - start)
     return 2.0 * n**3 / best / 1e9
+
+
+def _prime_memory(gb: float) -> float:
+    """Seconds to write ``gb`` GB once (one float per 4 KiB page) in a throwaway process."""
+    code = (
+        "import numpy, time; t = time.perf_counter(); "
+        f"a = numpy.empty({int(gb * 2**30) // 8}); a[::512] = 1.0; "
+        "print(time.perf_counter() - t)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    return float(done.stdout.decode().strip())
 
 
 def child(kind: str, n_duels: int, threads: int | None = None) -> dict:
@@ -169,6 +185,9 @@ def main() -> None:
     parser.add_argument("--uncertainty", action="store_true", help="also --uncertainty")
     parser.add_argument("--no-dashboard", action="store_true")
     parser.add_argument("--threads", type=int, help="torch CPU threads of every run")
+    parser.add_argument(
+        "--prime-gb", type=float, default=4.0, help="GB written once before the runs"
+    )
     parser.add_argument("--child", choices=["cli", "dashboard", "uncertainty"])
     args = parser.parse_args()
     if args.child:
@@ -187,6 +206,14 @@ def main() -> None:
     print(f"{args.duels} Pokémon test duels, exact, float64; limit {FROZEN_GFLOP:.0f} GFLOP "
           f"(frozen) / GEMM rate; {args.runs} interleaved runs")  # fmt: skip
     print(f"load {os.getloadavg()}")
+    # Never more than half of the memory free now: priming must not push out the runs.
+    free_gb = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    prime_gb = min(args.prime_gb, free_gb / 2)
+    if prime_gb > 0:
+        # Twice: the second pass shows what a write costs once the host has backed it.
+        first, again = _prime_memory(prime_gb), _prime_memory(prime_gb)
+        print(f"primed {prime_gb:.1f} GB of memory ({free_gb:.1f} GB free): first write "
+              f"{first:.2f} s ({first / prime_gb:.2f} s/GB), again {again:.2f} s")  # fmt: skip
     runs: dict[tuple[str, str], list[dict]] = {(v, k): [] for v, _, k in variants}
     for r in range(args.runs):
         for version, code, kind in variants:
