@@ -160,10 +160,8 @@ def _run(code: Path, kind: str, n_duels: int, threads: int | None) -> dict:
 
 
 def _median(runs: list[dict]) -> dict:
-    keys = ("seconds", "cpu", "ratio", "system", "minor_faults")
+    keys = ("seconds", "cpu", "ratio", "system", "minor_faults", "gemm_gflops", "load")
     middle = {k: statistics.median(r[k] for r in runs) for k in keys}
-    middle["gemm_gflops"] = statistics.median(r["gemm_gflops"] for r in runs)
-    middle["load"] = statistics.median(r["load"] for r in runs)
     middle["counted_gflop"] = runs[0]["counted_gflop"]
     middle["stages"] = {s: statistics.median(r["stages"][s] for r in runs) for s in STAGES}
     return middle
