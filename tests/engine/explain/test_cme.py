@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from prefshap_core.compute import Compute
+from prefshap_core.errors import CancelledError
 from prefshap_core.explain.cme.base import CMEProblem, CMESystem
 from prefshap_core.explain.cme.embedding import CholeskySolver, CoalitionEmbedding
 from prefshap_core.explain.cme.regulariser import (
@@ -21,6 +22,7 @@ from prefshap_core.explain.cme.regulariser import (
 from prefshap_core.explain.reference import gamma_direct
 from prefshap_core.explain.shapley.coalitions import all_coalitions
 from prefshap_core.models.hyperparameters import DEFAULT_CME_LAMBDA
+from prefshap_core.progress import cancel_scope
 
 
 def problem(seed: int = 0, n: int = 15, levels: int = 2):
@@ -169,6 +171,23 @@ def test_lambda_scores_are_errors_and_choice_is_their_argmin():
     assert all(0.0 <= s <= 1.0 + 1e-9 for s in scores.values())
     chosen = choose_cme_lambda(x, np.ones(4), np.arange(4), search=search)
     assert chosen == min(scores, key=scores.get)
+
+
+def test_a_job_cancel_stops_the_lambda_search_between_factorizations(monkeypatch):
+    # The regulariser search ends every training; a dashboard cancel must reach it.
+    factorizations: list[int] = []
+    original = torch.linalg.cholesky
+
+    def counted(a, *args, **kwargs):
+        factorizations.append(1)
+        return original(a, *args, **kwargs)
+
+    monkeypatch.setattr(torch.linalg, "cholesky", counted)
+    x = np.random.default_rng(5).normal(size=(150, 4))
+    search = LambdaSearch(seed=1)
+    with cancel_scope(lambda: len(factorizations) >= 3), pytest.raises(CancelledError):
+        cme_lambda_scores(x, np.ones(4), np.arange(4), search=search)
+    assert len(factorizations) == 3  # of 8 coalitions x 7 candidates
 
 
 def test_lambda_follows_dependence():
