@@ -1,7 +1,7 @@
 """The dashboard against the CLI: training time, the server's own CPU, cancel and queue waits.
 
     python benchmarks/bench_dashboard.py [--runs 5] [--centres 200] [--model cgpm]
-                                         [--cancels 10] [--skip-browser]
+                                         [--cancels 10] [--load 3] [--skip-browser]
 
 Prints, with the load (``os.getloadavg``) before and after each part:
 
@@ -16,7 +16,8 @@ Prints, with the load (``os.getloadavg``) before and after each part:
    :mod:`dashboard.jobs`; the BLAS/OpenMP workers a job thread starts inherit the
    name) and everything else (Streamlit's threads), as a fraction of one core.
 3. Cancel latency (in this process, through :class:`dashboard.jobs.Job`): ``--cancels``
-   cancels at random points of trainings and explanations of a generated data set,
+   cancels at random points of running trainings and explanations of a generated data
+   set (within each kind's uncancelled duration; ``--load N`` busy processes beside them),
    seconds from ``cancel()`` to idle (the job's thread ended and the process below
    5 % of a core).
 4. A small explanation (estimated < 5 s) started behind a heavy training: seconds
@@ -337,7 +338,34 @@ def explain_work(function, data, duels):
     return lambda progress: explain_duels(function, data, duels, progress=progress)
 
 
+@contextmanager
+def background_load(n_processes: int):
+    """``n_processes`` busy processes while the block runs (the load the criteria name)."""
+    spin = [sys.executable, "-c", "while True: pass"]
+    spinners = [subprocess.Popen(spin) for _ in range(n_processes)]
+    try:
+        # The 1-minute load average climbs with a 1-minute time constant: wait until it
+        # shows the spinners (at most 2 minutes) before the first cancel.
+        waited = time.perf_counter()
+        while spinners and os.getloadavg()[0] < 0.9 * n_processes:
+            if time.perf_counter() - waited > 120:
+                break
+            time.sleep(1.0)
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def cancel_latencies(n_cancels: int, seed: int = 0) -> None:
+    """``n_cancels`` cancels of running jobs, alternately training and explaining.
+
+    Each kind's job is first run once uncancelled; every cancel then falls at a uniform
+    random point of that run's duration (5-95 %), so each lands inside a running job.
+    A job that still ends before its cancel (the load moved) is counted as a miss and
+    drawn again, up to ``3 * n_cancels`` jobs.
+    """
     import numpy as np
 
     from dashboard.jobs import HeavyJobGate, Job
@@ -349,17 +377,34 @@ def cancel_latencies(n_cancels: int, seed: int = 0) -> None:
     trained = train(data, TrainSettings(kind="gpm", seed=0, n_centres=300))
     test = np.asarray(trained.split.test)[:400]
     gate = HeavyJobGate(1)
-    latencies: list[tuple[str, float, float]] = []
-    for k in range(n_cancels):
-        kind = "train" if k % 2 == 0 else "explain"
+
+    def start(kind: str, k: int) -> Job:
         work = (
             train_work(data, k) if kind == "train" else explain_work(trained.function, data, test)
         )
-        job = Job(f"{kind}{k}", kind, work, heavy=True, gate=gate).start()
-        time.sleep(rng.uniform(0.2, 6.0))
+        return Job(f"{kind}{k}", kind, work, heavy=True, gate=gate).start()
+
+    duration: dict[str, float] = {}
+    for kind in ("train", "explain"):
+        began = time.perf_counter()
+        start(kind, 0).wait()
+        duration[kind] = time.perf_counter() - began
+    print("  uncancelled: " + ", ".join(f"{k} {d:.2f} s" for k, d in duration.items()) +
+          f"; {load()}", flush=True)  # fmt: skip
+    latencies: list[tuple[str, float, float]] = []
+    misses = 0
+    for k in range(1, 3 * n_cancels + 1):
+        if len(latencies) == n_cancels:
+            break
+        kind = "train" if len(latencies) % 2 == 0 else "explain"
+        at = rng.uniform(0.05, 0.95) * duration[kind]
+        job = start(kind, k)
+        time.sleep(at)
         if job.finished:
-            print(f"  {kind} {k}: ended before its cancel")
+            misses += 1
+            print(f"  {kind} {k}: ended before its cancel at {at:.2f} s")
             continue
+        stage = job.update.stage if job.update is not None else "starting"
         clicked = time.perf_counter()
         job.cancel()
         job.wait()
@@ -367,13 +412,13 @@ def cancel_latencies(n_cancels: int, seed: int = 0) -> None:
         while process_busy_fraction(0.2) >= 0.05:
             pass
         latencies.append((kind, ended, time.perf_counter() - clicked - 0.2))
-        print(f"  {kind} cancel {k + 1}: job thread ended {ended:.2f} s after the cancel, "
-              f"idle after {latencies[-1][2]:.2f} s ({job.state}); {load()}",
-              flush=True)  # fmt: skip
+        print(f"  {kind} cancel {len(latencies)} at {at:.2f} s ({stage}): job thread ended "
+              f"{ended:.2f} s after the cancel, idle after {latencies[-1][2]:.2f} s "
+              f"({job.state}); {load()}", flush=True)  # fmt: skip
     if latencies:
         idle = [t for _, _, t in latencies]
-        print(f"cancel to idle over {len(idle)} cancels: median {statistics.median(idle):.2f} s, "
-              f"max {max(idle):.2f} s; {load()}")  # fmt: skip
+        print(f"cancel to idle over {len(idle)} cancels ({misses} drawn again): median "
+              f"{statistics.median(idle):.2f} s, max {max(idle):.2f} s; {load()}")  # fmt: skip
 
 
 def small_behind_heavy() -> None:
@@ -422,13 +467,17 @@ def main() -> None:
     parser.add_argument("--cancels", type=int, default=10)
     parser.add_argument("--skip-browser", action="store_true")
     parser.add_argument("--skip-cancels", action="store_true")
+    parser.add_argument(
+        "--load", type=int, default=0, help="busy processes beside the cancels (2 cores: 3 for ~4)"
+    )
     args = parser.parse_args()
     print(f"cores {os.cpu_count()}; {load()}", flush=True)
     if not args.skip_browser:
         dashboard_runs(args)
     if not args.skip_cancels:
-        print(f"\ncancels ({load()})", flush=True)
-        cancel_latencies(args.cancels)
+        with background_load(args.load):
+            print(f"\ncancels, {args.load} busy processes beside them ({load()})", flush=True)
+            cancel_latencies(args.cancels)
     print(flush=True)
     small_behind_heavy()
 
