@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -126,6 +126,11 @@ def browser_page() -> Iterator:
                 failure = ARTIFACTS / "e2e_failure.png"
                 page.screenshot(path=str(failure), full_page=True)
                 print(f"\nscreenshot of the failure: {failure}")
+                # Streamlit scrolls inside its own container, so the screenshot shows the
+                # top of the page only: its text shows the rest (a message, a progress bar).
+                with suppress(Exception):
+                    text = page.locator('[data-testid="stMain"]').inner_text(timeout=5_000)
+                    print("--- the page's text (tail) ---\n" + text[-4000:])
                 raise
         finally:
             browser.close()
