@@ -193,6 +193,15 @@ def click_until_started(button, started, tries: int = 3, wait_s: float = 30) -> 
                 raise
 
 
+def click_train(page, kind: str | None = None) -> None:
+    """Press the Train page's Train button until a progress bar or the trained ``kind``'s
+    headline shows (see :func:`click_until_started`: the form's edits rerun the page)."""
+    click_until_started(
+        page.get_by_role("button", name="Train"),
+        page.locator('[data-testid="stProgress"]').or_(trained_headline(page, kind)),
+    )
+
+
 def wait_until_idle(page, timeout_s: float = 180) -> None:
     """Until no progress bar is left (every background job of the page has ended)."""
     deadline = time.monotonic() + timeout_s

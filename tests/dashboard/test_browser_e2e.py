@@ -22,7 +22,7 @@ from tests.dashboard.browser import (
     ARTIFACTS,
     ROOT,
     browser_page,
-    click_until_started,
+    click_train,
     no_error_on,
     plot_count,
     require_browser,
@@ -75,10 +75,7 @@ def test_upload_train_and_a_players_losses(tmp_path: Path) -> None:
         centres.fill("200")
         centres.press("Enter")
         started = time.monotonic()
-        click_until_started(
-            page.get_by_role("button", name="Train"),
-            page.locator('[data-testid="stProgress"]').or_(trained_headline(page, "C-GPM")),
-        )
+        click_train(page, "C-GPM")
         # Seconds of training (CLI: ~9 s at load 8), but a loaded CI machine (load 2-6
         # and more) with other tests' servers next to it: a generous margin.
         trained_headline(page, "C-GPM").wait_for(timeout=600_000)

@@ -15,7 +15,7 @@ import pytest
 
 from tests.dashboard.browser import (
     browser_page,
-    click_until_started,
+    click_train,
     no_error_on,
     require_browser,
     running_app,
@@ -72,11 +72,7 @@ def test_wide_choice_table_uploaded_trained_and_explained(tmp_path: Path, warm_c
         centres.fill("20")
         centres.press("Enter")
         started = time.monotonic()
-        # the Enter reruns the page: a click landing in that rerun can be dropped
-        click_until_started(
-            page.get_by_role("button", name="Train"),
-            page.locator('[data-testid="stProgress"]').or_(trained_headline(page)),
-        )
+        click_train(page)  # the Enter reruns the page: a click may be dropped
         trained_headline(page).wait_for(timeout=TRAIN_WAIT_MS)  # the model auto chose
         print(f"\ntrain (wide choice table, 20 centres): {time.monotonic() - started:.1f} s")
         no_error_on(page)

@@ -21,7 +21,7 @@ from tests.dashboard.browser import (
     ARTIFACTS,
     ROOT,
     browser_page,
-    click_until_started,
+    click_train,
     no_error_on,
     require_browser,
     running_app,
@@ -152,10 +152,7 @@ def test_explain_figures_fit_and_colour_categories_at_two_widths(warm_cache: Pat
         page.get_by_text(re.compile(r"Dataset: Upload \d+: items\.csv \+ duels\.csv")).wait_for()
         page.get_by_text("Advanced: override the automatic hyperparameters").click()
         _fixed_hyperparameters(page)
-        click_until_started(
-            page.get_by_role("button", name="Train"),
-            page.locator('[data-testid="stProgress"]').or_(trained_headline(page, "C-GPM")),
-        )
+        click_train(page, "C-GPM")
         trained_headline(page, "C-GPM").wait_for(timeout=TRAIN_WAIT_MS)
         page.get_by_role("link", name="Explain").click()
         wait_for_plot(page, "Pref-SHAP values", timeout_s=600)
