@@ -87,7 +87,7 @@ def cme_lambda_scores(
         a = root_w[:, None] * ks_ff * root_w[None, :]
         for lam in candidates:
             # A cancel stops between factorizations: the search runs 8 x 7 of them on up
-            # to 750 rows and had none (a training cancelled here took 1.4-1.8 s at load 3.5).
+            # to 750 rows and had none (a training cancelled here took 1.2-1.8 s at load 3.3-3.8).
             checkpoint()
             system = a.clone()
             system.diagonal().add_(lam * n_fit)
